@@ -1,0 +1,23 @@
+"""The code style and type checks are part of the suite, so the README's one test command runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_ruff_is_clean() -> None:
+    result = run("ruff", "check", "src", "tests", "bench")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_is_clean() -> None:
+    result = run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
