@@ -1,0 +1,1 @@
+"""cdclake on Apache Spark: the session, Iceberg's runtime and the replication pipeline."""

@@ -1,0 +1,56 @@
+"""Properties written into the snapshot summary of the Iceberg commit a SQL statement makes.
+
+DataFrame writes take ``snapshot-property.<key>`` options, but MERGE, UPDATE and DELETE are SQL. For
+those Iceberg offers ``CommitMetadata.withCommitProperties(properties, callable, exceptionClass)``, a
+JVM call that sets thread-local properties while ``callable`` runs. We pass it a Python callable
+through Py4J's callback server: the statement runs inside the callback, on the JVM thread that holds
+the properties, so source offsets land in the same atomic commit as the rows they produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class _JavaCallable:
+    """A Python function seen by the JVM as a ``java.util.concurrent.Callable``."""
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self.function = function
+        self.error: BaseException | None = None
+
+    def call(self) -> None:
+        try:
+            self.function()
+        except BaseException as exc:  # re-raised on the Python side with its traceback intact
+            self.error = exc
+            raise
+
+    class Java:
+        implements: ClassVar[list[str]] = ["java.util.concurrent.Callable"]
+
+
+def with_commit_properties(spark: SparkSession, properties: Mapping[str, str], statement: Callable[[], Any]) -> None:
+    """Run ``statement`` (which issues one SQL write) so its Iceberg commit carries ``properties``."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    context = spark.sparkContext
+    gateway = context._gateway
+    assert gateway is not None and context._jvm is not None
+    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+    jvm = context._jvm
+    java_properties = jvm.java.util.HashMap()
+    for key, value in properties.items():
+        java_properties.put(key, value)
+    callable_ = _JavaCallable(statement)
+    exception_class = jvm.java.lang.Class.forName("java.lang.Exception")
+    try:
+        jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(java_properties, callable_, exception_class)
+    except Exception:
+        if callable_.error is not None:
+            raise callable_.error from None
+        raise

@@ -1,0 +1,21 @@
+"""One Spark session for the whole test run: Spark takes seconds to start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from cdclake.spark.session import build_session
+
+    warehouse: Path = tmp_path_factory.mktemp("warehouse")
+    session = build_session(master="local[2]", warehouse=warehouse)
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
