@@ -1,0 +1,1 @@
+"""Where raw records come from: Kafka, or topics captured to files. Both yield RawMessages."""
