@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import orjson
 
 from cdclake.errors import CdclakeError
 from cdclake.model import Origin, RawMessage
+from cdclake.sources.ranges import OffsetRange, PartitionExtent
 
 SEGMENT_RECORDS = 100_000
 _SEGMENT_DIGITS = 20
@@ -34,15 +34,6 @@ _SEGMENT_DIGITS = 20
 
 class CaptureError(CdclakeError):
     """A captured topic that does not follow the layout: names what and where."""
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionExtent:
-    """The offsets a captured partition holds: ``low`` is the first, ``high`` one past the last
-    (Kafka's high watermark)."""
-
-    low: int
-    high: int
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -184,3 +175,24 @@ def _read_segment(segment: Path, topic: str, partition: int, start: int, end: in
                 timestamp_ms=record.get("timestamp"),
                 headers=headers,
             )
+
+
+class CapturedTopics:
+    """The captured topics under ``root`` (all, or those named) as a :class:`~cdclake.sources.ranges.Source`."""
+
+    def __init__(self, root: Path, names: list[str] | None = None) -> None:
+        self.root = Path(root)
+        self.names = names if names is not None else topics(self.root)
+
+    def extents(self) -> dict[tuple[str, int], PartitionExtent]:
+        found = {}
+        for topic in self.names:
+            for partition in partitions(self.root, topic):
+                extent = partition_extent(self.root, topic, partition)
+                if extent is not None:
+                    found[(topic, partition)] = extent
+        return found
+
+    def read(self, offset_range: OffsetRange) -> Iterator[RawMessage]:
+        return read_partition(self.root, offset_range.topic, offset_range.partition, offset_range.start,
+                              offset_range.end)

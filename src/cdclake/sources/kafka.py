@@ -1,0 +1,124 @@
+"""Kafka through confluent-kafka (librdkafka): the driver asks for partition extents, executors read
+offset ranges. The consumer group is never the source of truth: positions come from the tables, and
+no offset is committed to Kafka.
+
+``config`` is librdkafka configuration passed through as it is (``bootstrap.servers``,
+``security.protocol``, ``sasl.*``, ``ssl.*`` ...).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from cdclake.errors import CdclakeError
+from cdclake.model import Origin, RawMessage
+from cdclake.sources.ranges import OffsetRange, PartitionExtent
+
+_TIMEOUT_S = 30.0
+_POLL_S = 0.5
+_BATCH = 1000
+
+
+class KafkaSourceError(CdclakeError):
+    """Kafka did not answer as expected: names the broker's error and the partition."""
+
+
+def _consumer(config: Mapping[str, Any]) -> Consumer:
+    settings = {
+        "group.id": "cdclake",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+        **config,
+    }
+    return Consumer(settings)
+
+
+class KafkaTopics:
+    """Topics named, or matching a regular expression, on one Kafka cluster."""
+
+    def __init__(self, config: Mapping[str, Any], names: list[str] | None = None, pattern: str | None = None) -> None:
+        if (names is None) == (pattern is None):
+            raise ValueError("give topic names or a pattern, not both or neither")
+        self.config = dict(config)
+        self.names = names
+        self.pattern = re.compile(pattern) if pattern is not None else None
+
+    def extents(self) -> dict[tuple[str, int], PartitionExtent]:
+        consumer = _consumer(self.config)
+        try:
+            metadata = consumer.list_topics(timeout=_TIMEOUT_S)
+            wanted = [t for t in sorted(metadata.topics) if self._wants(t)]
+            found = {}
+            for topic in wanted:
+                for partition in sorted(metadata.topics[topic].partitions):
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=_TIMEOUT_S)
+                    found[(topic, partition)] = PartitionExtent(low, high)
+            return found
+        except KafkaException as exc:
+            raise KafkaSourceError(f"cannot list partitions of {self.names or self.pattern}: {exc}") from exc
+        finally:
+            consumer.close()
+
+    def _wants(self, topic: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.fullmatch(topic) is not None and not topic.startswith("__")
+        return self.names is not None and topic in self.names
+
+    def read(self, offset_range: OffsetRange) -> Iterator[RawMessage]:
+        return read_range(self.config, offset_range)
+
+
+def read_range(config: Mapping[str, Any], offset_range: OffsetRange) -> Iterator[RawMessage]:
+    """The records of ``offset_range`` in offset order; stops at its end, or where the partition ends
+    first (a range planned past a compacted tail)."""
+    if offset_range.size <= 0:
+        return
+    topic, partition = offset_range.topic, offset_range.partition
+    consumer = _consumer(config)
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset_range.start)])
+        next_offset, waited_since = offset_range.start, time.monotonic()
+        while True:
+            # Ask for no more than the range still holds, so consume() returns as soon as it has them.
+            messages = consumer.consume(min(_BATCH, offset_range.end - next_offset), timeout=_POLL_S)
+            if not messages:
+                if time.monotonic() - waited_since > _TIMEOUT_S:
+                    raise KafkaSourceError(f"{topic}[{partition}]: no record for {_TIMEOUT_S}s reading {offset_range}")
+                continue
+            waited_since = time.monotonic()
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        return
+                    raise KafkaSourceError(f"{topic}[{partition}]: {error}")
+                offset = message.offset()
+                if offset is None:
+                    raise KafkaSourceError(f"{topic}[{partition}]: a record without an offset")
+                if offset >= offset_range.end:
+                    return
+                timestamp_type, timestamp = message.timestamp()
+                yield RawMessage(
+                    key=message.key(),
+                    value=message.value(),
+                    origin=Origin(topic=topic, partition=partition, offset=offset),
+                    timestamp_ms=timestamp if timestamp_type else None,
+                    headers=_headers(message.headers()),
+                )
+                next_offset = offset + 1
+                if next_offset >= offset_range.end:
+                    return
+    finally:
+        consumer.close()
+
+
+def _headers(headers: Any) -> tuple[tuple[str, bytes], ...]:
+    pairs = headers.items() if isinstance(headers, dict) else headers or ()
+    return tuple((name, value.encode() if isinstance(value, str) else value or b"") for name, value in pairs)
