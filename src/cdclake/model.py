@@ -112,7 +112,9 @@ class TableSchema:
         raise KeyError(name)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a decoder builds one of these per row, and a frozen dataclass's __init__ costs twice as much
+# (every field goes through object.__setattr__). Treat instances as immutable all the same.
+@dataclass(slots=True)
 class RowChange:
     """One row inserted, updated or deleted upstream.
 
