@@ -68,7 +68,8 @@ def _decimal(mtype: MySQLType) -> st.SearchStrategy[Decimal]:
     precision, scale = mtype.length or 10, mtype.decimals or 0
     limit = 10**precision - 1
     low = 0 if mtype.unsigned else -limit
-    return st.integers(low, limit).map(lambda n: Decimal(n).scaleb(-scale))
+    # From text, which is exact: Decimal.scaleb rounds to the context's 28 digits.
+    return st.integers(low, limit).map(lambda n: Decimal(f"{n}E-{scale}"))
 
 
 def _datetime(fsp: int | None) -> st.SearchStrategy[dt.datetime]:

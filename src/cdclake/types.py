@@ -26,20 +26,65 @@ time               ``datetime.timedelta`` (negative and over 24 hours allowed)
 zero dates         :class:`ZeroTemporal` (``0000-00-00``, ``2024-00-15`` ...)
 NULL               ``None``
 =================  ==============================================================
+
+:func:`arrow_type` and :func:`spark_type` give the column that holds every value of a type exactly.
+One storage decision per type is written out for both, so they differ only where noted:
+
+========================  =====================  ======================  ========================
+MySQL type                stored as              Arrow                   Spark
+========================  =====================  ======================  ========================
+tinyint, smallint         8, 16 bits             int8, int16             tinyint, smallint
+mediumint, int            32 bits                int32                   int
+bigint                    64 bits                int64                   bigint
+tinyint ... int unsigned  next wider signed      int16, int32, int32,    smallint, int, int,
+                          (mediumint: int32)     int64                   bigint
+bigint unsigned           decimal(20,0)          decimal128(20, 0)       decimal(20,0)
+bit(n), set w/o members   unsigned 64 bits       uint64                  decimal(20,0) [1]
+enum w/o members          index (<= 65535)       int32                   int
+year                      16 bits                int16                   smallint
+float, double             float32, float64       float, double           float, double
+decimal(p,s), p <= 38     decimal(p,s)           decimal128(p, s)        decimal(p,s)
+decimal(p,s), p > 38      decimal(p,s)           decimal256(p, s)        string [2]
+decimal, no precision     decimal(65, s or 30)   decimal256(65, s)       string [2]
+char ... longtext, json,  text                   string                  string
+vector, enum/set members
+binary ... longblob,      bytes                  binary                  binary
+geometry (WKB)
+date                      day                    date32                  date
+datetime                  wall clock, no zone    timestamp[us]           timestamp_ntz
+timestamp                 instant in UTC         timestamp[us, UTC]      timestamp
+time                      duration               duration[us]            interval day to second [3]
+========================  =====================  ======================  ========================
+
+[1] Spark has no unsigned types and its Arrow reader refuses uint64; decimal(20,0) holds every value.
+[2] Spark's decimals stop at precision 38 (MySQL's at 65), so wider ones reach Spark as their exact text.
+    A bare ``decimal`` (TiCDC's default Canal-JSON ``mysqlType``, Open Protocol) tells neither precision
+    nor scale; decimal(65,30) holds the values of most columns, and one with more than 35 integer digits
+    makes pyarrow raise ArrowInvalid (pyarrow never rounds a decimal).
+[3] Iceberg has no interval type: an Iceberg sink has to carry TIME another way.
+
+**Zero dates.** A :class:`ZeroTemporal` (``0000-00-00``, ``2024-00-15 10:00:00``) names no day, so no
+date or timestamp column can hold it: :func:`to_arrow_value` makes it NULL, as MySQL Connector/J
+(``zeroDateTimeBehavior=CONVERT_TO_NULL``) and Debezium do, even in a NOT NULL column. The decoded
+event keeps the exact text for whoever needs it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import struct
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cdclake.errors import OptionError, TypeParseError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class Family(Enum):
@@ -83,7 +128,14 @@ _FAMILY_OF: dict[str, Family] = {
     "timestamp": Family.TIMESTAMP,
     "time": Family.TIME,
     "vector": Family.VECTOR,
-    "geometry": Family.GEOMETRY,
+    # The spatial subtypes are kept by name (Canal writes ``POINT``); all carry WKB bytes.
+    **dict.fromkeys(
+        (
+            "geometry", "point", "linestring", "polygon",
+            "multipoint", "multilinestring", "multipolygon", "geometrycollection",
+        ),
+        Family.GEOMETRY,
+    ),
 }
 
 # Spellings MySQL accepts for the same base type.
@@ -111,14 +163,17 @@ _SYNONYMS = {
     "long": "mediumtext",
     "newdate": "date",
     "tidbvectorfloat32": "vector",
+    "geomcollection": "geometrycollection",
 }
 
-# Unsigned range ends per integer type; the signed range is [-(end+1)//2, end//2].
+# Storage bits per integer type.
 INTEGER_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64}
 
+# The quoted enum/set members are atomic groups (?>...): ``'a''b'`` can only be one member, and without
+# them a long member list followed by garbage backtracks exponentially (seconds for 25 members).
 _TYPE_RE = re.compile(
     r"""^\s*(?P<name>[a-z][a-z0-9_]*(?:\s+(?:precision|varying|varchar|varbinary))?)\s*
-        (?:\((?P<args>(?:[^()'"]|'(?:[^']|'')*'|"(?:[^"]|"")*")*)\))?
+        (?:\((?P<args>(?:[^()'"]|(?>'(?:[^']|'')*')|(?>"(?:[^"]|"")*"))*)\))?
         (?P<attrs>(?:\s+[a-z]+)*)\s*$""",
     re.IGNORECASE | re.VERBOSE,
 )
@@ -151,6 +206,8 @@ class MySQLType:
         attrs = match["attrs"].lower().split()
         if name in ("bool", "boolean"):
             return cls("tinyint", length=1)
+        if name == "serial":
+            return cls("bigint", unsigned=True)
         name = _SYNONYMS.get(name, name)
         if name not in _FAMILY_OF:
             raise TypeParseError(f"unknown MySQL type {name!r} in {text!r}")
@@ -187,7 +244,7 @@ class MySQLType:
         if self.elements is not None:
             text += "(" + ",".join("'" + e.replace("'", "''") + "'" for e in self.elements) + ")"
         elif self.family in (Family.DATETIME, Family.TIMESTAMP, Family.TIME):
-            if self.decimals:
+            if self.decimals is not None:
                 text += f"({self.decimals})"
         elif self.length is not None and self.decimals is not None:
             text += f"({self.length},{self.decimals})"
@@ -211,7 +268,8 @@ def _numeric_args(args: str | None, text: str) -> tuple[int | None, int | None]:
     if args is None or not args.strip():
         return None, None
     parts = [p.strip() for p in args.split(",")]
-    if len(parts) > 2 or not all(p.isdigit() for p in parts):
+    # isascii: str.isdigit also accepts digits such as "²" that int() then refuses.
+    if len(parts) > 2 or not all(p.isascii() and p.isdigit() for p in parts):
         raise TypeParseError(f"type arguments must be one or two whole numbers: {text!r}")
     return int(parts[0]), int(parts[1]) if len(parts) == 2 else None
 
@@ -361,6 +419,7 @@ def format_time(value: dt.timedelta, fsp: int | None = None) -> str:
 # --- numbers ----------------------------------------------------------------------------------------
 
 _FLOAT32 = struct.Struct("<f")
+_FLOAT32_BITS = struct.Struct("<I")
 
 
 def to_float32(value: float) -> float:
@@ -370,22 +429,47 @@ def to_float32(value: float) -> float:
 
 def format_float(value: float, single: bool) -> str:
     """Go's ``strconv.FormatFloat(v, 'f', -1, 32|64)``: the shortest text that reads back the same
-    float32 (``single``) or float64, in plain notation without an exponent."""
+    float32 (``single``) or float64, the closest to it of those, in plain notation without an exponent
+    (``123.99``, ``10000000000000000``, ``-0``); ``NaN``, ``+Inf`` and ``-Inf`` as Go spells them."""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"
     if single:
-        for digits in range(1, 18):
-            text = f"{value:.{digits}g}"
-            if to_float32(float(text)) == value:
-                break
-    else:
-        text = repr(value)
-    return _plain_notation(text)
+        return format(_shortest_float32(value), "f")
+    # Python's repr is the shortest float64 text that reads back the same, closest first, like Go's.
+    text = repr(value)
+    if "e" in text:
+        return format(Decimal(text), "f")
+    return text[:-2] if text.endswith(".0") else text
 
 
-def _plain_notation(text: str) -> str:
-    if "e" not in text and "E" not in text:
-        return text[:-2] if text.endswith(".0") else text
-    plain = format(Decimal(text), "f")
-    return plain
+def _shortest_float32(value: float) -> Decimal:
+    """The shortest decimal that rounds to the float32 ``value``, the closest to it of those.
+
+    Decided on exact decimals against the interval of reals that round to ``value`` (its ends, halfway
+    to the neighbouring float32s, belong to it when its mantissa is even). A float64 round trip of
+    ``f"{value:.{n}g}"`` is not enough: at a power of two the interval is twice as wide above as below,
+    so the nearest n-digit decimal can miss it while the next one up fits (2**-96 is 1.2621775e-29).
+    """
+    if value == 0:
+        return Decimal(value)  # keeps the sign: Go writes -0
+    magnitude = abs(value)
+    bits = _FLOAT32_BITS.unpack(_FLOAT32.pack(magnitude))[0]
+    below = _FLOAT32.unpack(_FLOAT32_BITS.pack(bits - 1))[0]
+    above = _FLOAT32.unpack(_FLOAT32_BITS.pack(bits + 1))[0]
+    if math.isinf(above):  # the largest float32: its interval is as wide above as below
+        above = 2 * magnitude - below
+    # Halfway between neighbouring float32s takes 25 bits: exact in a float64, and so in a Decimal.
+    low, high = Decimal((below + magnitude) / 2), Decimal((magnitude + above) / 2)
+    ends_included = bits % 2 == 0
+    exact = Decimal(magnitude)
+    digits = 0
+    while True:  # nine digits always suffice
+        digits += 1
+        nearest = Context(prec=digits, rounding=ROUND_HALF_EVEN).plus(exact)
+        other_way = ROUND_FLOOR if nearest > exact else ROUND_CEILING
+        for candidate in (nearest, Context(prec=digits, rounding=other_way).plus(exact)):
+            if low < candidate < high or (ends_included and candidate in (low, high)):
+                return candidate.copy_sign(Decimal(value))
 
 
 def parse_decimal(text: str) -> Decimal:
@@ -521,3 +605,109 @@ def value_to_text(mtype: MySQLType, value: Any, tz: dt.tzinfo) -> str:
     if not isinstance(value, str):
         raise TypeParseError(f"a {mtype} value must be str, got {type(value).__name__}")
     return value
+
+
+# --- Arrow and Spark columns (the table in the module docstring) -----------------------------------
+
+SPARK_MAX_DECIMAL_PRECISION = 38
+"""Spark's widest decimal; MySQL's is 65."""
+
+# The precision and scale of a decimal column whose producer did not say: MySQL's maxima.
+_UNKNOWN_DECIMAL = (65, 30)
+
+_SPARK_OF_STORAGE = {
+    "int8": "tinyint",
+    "int16": "smallint",
+    "int32": "int",
+    "int64": "bigint",
+    "uint64": "decimal(20,0)",
+    "float32": "float",
+    "float64": "double",
+    "string": "string",
+    "binary": "binary",
+    "date": "date",
+    "timestamp": "timestamp_ntz",
+    "timestamp_utc": "timestamp",
+    "duration": "interval day to second",
+}
+
+_STORAGE_OF_FAMILY = {
+    Family.BIT: "uint64",
+    Family.YEAR: "int16",
+    Family.FLOAT: "float32",
+    Family.DOUBLE: "float64",
+    Family.STRING: "string",
+    Family.JSON: "string",
+    Family.VECTOR: "string",
+    Family.BINARY: "binary",
+    Family.GEOMETRY: "binary",
+    Family.DATE: "date",
+    Family.DATETIME: "timestamp",
+    Family.TIMESTAMP: "timestamp_utc",
+    Family.TIME: "duration",
+}
+
+
+def _storage(mtype: MySQLType) -> str | tuple[int, int]:
+    """How values of ``mtype`` are stored: a key of ``_SPARK_OF_STORAGE``, or a decimal's (p, s)."""
+    family = mtype.family
+    if family is Family.INTEGER:
+        # An unsigned type needs one bit more than a signed one; 65 bits fit no integer type.
+        needed = INTEGER_BITS[mtype.name] + mtype.unsigned
+        return next((f"int{bits}" for bits in (8, 16, 32, 64) if needed <= bits), (20, 0))
+    if family is Family.DECIMAL:
+        if mtype.length is None:
+            precision, scale = _UNKNOWN_DECIMAL
+            return precision, scale if mtype.decimals is None else mtype.decimals
+        return mtype.length, mtype.decimals or 0  # DECIMAL(p) is DECIMAL(p,0)
+    if family is Family.ENUM:
+        return "string" if mtype.elements is not None else "int32"
+    if family is Family.SET:
+        return "string" if mtype.elements is not None else "uint64"
+    return _STORAGE_OF_FAMILY[family]
+
+
+def arrow_type(mtype: MySQLType) -> pa.DataType:
+    """The Arrow type that holds every value of ``mtype`` exactly, once :func:`to_arrow_value` has
+    made zero dates NULL."""
+    # Imported here, not at the top: the codecs import this module and must not pay for pyarrow.
+    import pyarrow as pa
+
+    storage = _storage(mtype)
+    if isinstance(storage, tuple):
+        precision, scale = storage
+        fits_128_bits = precision <= 38
+        return pa.decimal128(precision, scale) if fits_128_bits else pa.decimal256(precision, scale)
+    return {
+        "int8": pa.int8(),
+        "int16": pa.int16(),
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "uint64": pa.uint64(),
+        "float32": pa.float32(),
+        "float64": pa.float64(),
+        "string": pa.string(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+        "timestamp": pa.timestamp("us"),
+        "timestamp_utc": pa.timestamp("us", tz="UTC"),
+        "duration": pa.duration("us"),
+    }[storage]
+
+
+def spark_type(mtype: MySQLType) -> str:
+    """The Spark SQL type, as DDL text, of a lake column that holds every value of ``mtype``.
+
+    Text rather than a pyspark ``DataType``, so that this module never imports pyspark.
+    """
+    storage = _storage(mtype)
+    if isinstance(storage, tuple):
+        precision, scale = storage
+        return f"decimal({precision},{scale})" if precision <= SPARK_MAX_DECIMAL_PRECISION else "string"
+    return _SPARK_OF_STORAGE[storage]
+
+
+def to_arrow_value(value: Any) -> Any:
+    """A decoded value as its :func:`arrow_type` column takes it: unchanged, except that a zero date
+    becomes NULL (see "Zero dates" in the module docstring)."""
+    return None if isinstance(value, ZeroTemporal) else value

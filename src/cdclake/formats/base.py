@@ -21,6 +21,11 @@ class Decoder(Protocol):
         """The events in one message; raises :class:`~cdclake.errors.DecodeError` and nothing else."""
         ...
 
+    def flush(self) -> list[Event]:
+        """Events still held at the end of the input (DataWorks' unpaired update half); call once the
+        partition's messages are all decoded, so that nothing held is lost."""
+        ...
+
 
 class Encoder(Protocol):
     def encode(self, events: Iterable[Event]) -> list[RawMessage]:

@@ -1,0 +1,302 @@
+"""The Simple protocol decoder: one per partition, holding the table schemas its rows need.
+
+DML messages carry no column types, only ``(database, table, schemaVersion)``. Every ``tableSchema`` and
+``preTableSchema`` a BOOTSTRAP or DDL message brings is cached under that key (both, as TiCDC's
+``memoryTableInfoProvider`` does, so rows still written with the pre-DDL version decode after the DDL;
+RENAME TABLE keeps the version, so the old and new names are both cached). A row whose schema is not
+cached yet — a consumer that joined mid-stream — is neither guessed nor dropped: the decoder returns a
+:class:`PendingRow`, keeps the row, and returns it decoded, in arrival order, right after the
+Bootstrap or Ddl that brings its schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from cdclake.errors import DecodeError
+from cdclake.formats.compression import decompressor
+from cdclake.formats.simple.ddl import DDL_TYPES, ddl_kind
+from cdclake.formats.simple.fields import UINT64_MAX, Invalid, as_dict, describe, optional, required, uint64
+from cdclake.formats.simple.values import READ_ERRORS, Reader, Zones
+from cdclake.formats.simple.wire import Wire
+from cdclake.model import (
+    Bootstrap,
+    Ddl,
+    Event,
+    LargeMessageKind,
+    LargeMessageRef,
+    Op,
+    Origin,
+    PendingRow,
+    RawMessage,
+    RowChange,
+    TableSchema,
+    Watermark,
+)
+from cdclake.types import MySQLType, zone
+
+_OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
+_TYPES = ", ".join(("WATERMARK", "BOOTSTRAP", *DDL_TYPES, *_OPS))
+
+# What may still escape the explicit checks on a malformed message (a bug would show up here too,
+# as a DecodeError that names the exception).
+_UNEXPECTED = (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError)
+
+
+# A DML message's fields, checked; its column values are read once the schema is known. A plain tuple
+# (op, database, table, schemaVersion, commitTs, tableID, data, old, large kind, claim-check location,
+# meta): building a NamedTuple costs a third of the envelope's checks, once per row.
+_Row = tuple[Op, str, str, int, int, int | None, Any, Any, LargeMessageKind | None, str | None, dict[str, Any]]
+
+
+class _Table:
+    """One cached table schema version and the readers of its columns' values."""
+
+    __slots__ = ("key_columns", "readers", "schema", "types")
+
+    def __init__(self, schema: TableSchema, readers: dict[str, Reader]) -> None:
+        self.schema = schema
+        self.readers = readers
+        self.types: Mapping[str, MySQLType] = MappingProxyType({c.name: c.type for c in schema.columns})
+        self.key_columns = schema.key_columns
+
+    def read_image(self, image: Any, field: str) -> dict[str, Any]:
+        if type(image) is not dict:
+            raise Invalid(f"field {field!r} must be an object of column values, got {describe(image)}")
+        readers = self.readers
+        try:
+            return {name: None if raw is None else readers[name](raw) for name, raw in image.items()}
+        except READ_ERRORS:
+            raise self._explain(image, field) from None
+
+    def _explain(self, image: dict[str, Any], field: str) -> Invalid:
+        """Which column of ``image`` does not fit, and why (the slow path after a failure)."""
+        schema = self.schema
+        for name, raw in image.items():
+            reader = self.readers.get(name)
+            if reader is None:
+                return Invalid(f"{field}: column {name!r} is not in {schema.database}.{schema.table} "
+                               f"schema version {schema.version}")
+            try:
+                if raw is not None:
+                    reader(raw)
+            except READ_ERRORS as exc:
+                return Invalid(f"{field}.{name} ({self.types[name]}): {describe(raw)} does not fit: {exc}")
+        return Invalid(f"{field}: values do not fit {schema.database}.{schema.table}")  # pragma: no cover
+
+
+class SimpleDecoder:
+    """Decodes one partition's messages in order (see the module docstring for the schema cache)."""
+
+    def __init__(self, wire: Wire, options: Mapping[str, Any]) -> None:
+        self._wire = wire
+        self._compression = options["large-message-handle-compression"]
+        self._decompress = None if self._compression == "none" else decompressor(self._compression)
+        self._zones = Zones(zone(options["tz"]))
+        self._readers: dict[MySQLType, Reader] = {}
+        self._tables: dict[tuple[str, str, int | None], _Table] = {}
+        self._held: list[tuple[_Row, Origin]] = []
+        # Events decoded but not returned yet: a call that raises keeps what it decoded before the
+        # failure (a Ddl whose held rows did not fit), and the next call returns it first.
+        self._ready: list[Event] = []
+
+    def decode(self, message: RawMessage) -> list[Event]:
+        origin = message.origin
+        try:
+            self._decode(message.value, origin)
+        except Invalid as exc:
+            raise DecodeError(self._wire.name, str(exc), origin) from None
+        except _UNEXPECTED as exc:
+            raise DecodeError(self._wire.name, f"malformed message: {type(exc).__name__}: {exc}", origin) from exc
+        events, self._ready = self._ready, []
+        return events
+
+    def flush(self) -> list[Event]:
+        """Events decoded by a call that then failed. Rows still waiting for their schema stay held:
+        each was already reported as a PendingRow."""
+        events, self._ready = self._ready, []
+        return events
+
+    def _decode(self, value: bytes | None, origin: Origin) -> None:
+        if value is None:
+            raise Invalid("no value (a tombstone): every Simple protocol message has one")
+        if self._decompress is not None:
+            try:
+                value = self._decompress(value)
+            except Exception as exc:  # each compression library raises its own error types
+                raise Invalid(f"cannot decompress ({self._compression}): {exc}") from exc
+        message = self._wire.load(value)
+        version = message.get("version")
+        if type(version) is not int or version != 1:
+            raise Invalid(f"expected protocol version 1, got {describe(version)}")
+        kind = message.get("type")
+        if type(kind) is not str:
+            raise Invalid(f"field 'type' must be one of {_TYPES}, got {describe(kind)}")
+        op = _OPS.get(kind)
+        if op is not None:
+            self._on_row(message, op, origin)
+        elif kind == "WATERMARK":
+            build_ts = required(message, "buildTs", int, kind)
+            self._ready.append(Watermark(uint64(message, "commitTs", kind), origin, {"buildTs": build_ts}))
+        elif kind == "BOOTSTRAP":
+            self._on_bootstrap(message, origin)
+        elif kind in DDL_TYPES:
+            self._on_ddl(message, kind, origin)
+        else:
+            raise Invalid(f"field 'type' must be one of {_TYPES}, got {describe(kind)}")
+
+    # --- rows ---------------------------------------------------------------------------------------
+
+    def _on_row(self, message: dict[str, Any], op: Op, origin: Origin) -> None:
+        row = _read_row(message, op)
+        table = self._tables.get(row[1:4])
+        if table is None:
+            self._held.append((row, origin))
+            self._ready.append(PendingRow(row[1], row[2], row[3], origin))
+        else:
+            self._ready.append(_row_event(row, table, origin))
+
+    def _release(self, by: Origin) -> None:
+        """Return every held row whose schema is now known, in arrival order."""
+        waiting: list[tuple[_Row, Origin]] = []
+        failures: list[tuple[Origin, Invalid]] = []
+        for row, origin in self._held:
+            table = self._tables.get(row[1:4])
+            if table is None:
+                waiting.append((row, origin))
+                continue
+            try:
+                self._ready.append(_row_event(row, table, origin))
+            except Invalid as exc:
+                failures.append((origin, exc))
+        self._held = waiting
+        if failures:
+            origin, first = failures[0]
+            also = "".join(f"; so does the row held at {other}" for other, _ in failures[1:])
+            reason = f"a row held for its schema does not fit the schema the message at {by} brought: {first}{also}"
+            raise DecodeError(self._wire.name, reason, origin)
+
+    # --- schemas ------------------------------------------------------------------------------------
+
+    def _on_bootstrap(self, message: dict[str, Any], origin: Origin) -> None:
+        build_ts = required(message, "buildTs", int, "BOOTSTRAP")
+        schema = self._wire.read_table_schema(message.get("tableSchema"), "tableSchema")
+        self._remember(schema)
+        self._ready.append(Bootstrap(schema, origin, {"buildTs": build_ts}))
+        self._release(origin)
+
+    def _on_ddl(self, message: dict[str, Any], ddl_type: str, origin: Origin) -> None:
+        sql = optional(message, "sql", str, ddl_type) or ""
+        commit_ts = uint64(message, "commitTs", ddl_type)
+        build_ts = required(message, "buildTs", int, ddl_type)
+        after = self._schema(message, "tableSchema")
+        before = self._schema(message, "preTableSchema")
+        # DROP DATABASE carries no schema at all; its database is in the SQL only.
+        named = after or before
+        ddl = Ddl(
+            kind=ddl_kind(ddl_type, sql),
+            database=named.database if named else "",
+            table=named.table if named else "",
+            sql=sql,
+            commit_ts=commit_ts,
+            schema_before=before,
+            schema_after=after,
+            origin=origin,
+            meta={"type": ddl_type, "buildTs": build_ts},
+        )
+        for schema in (before, after):
+            if schema is not None:
+                self._remember(schema)
+        self._ready.append(ddl)
+        self._release(origin)
+
+    def _schema(self, message: dict[str, Any], field: str) -> TableSchema | None:
+        raw = message.get(field)
+        return None if raw is None else self._wire.read_table_schema(raw, field)
+
+    def _remember(self, schema: TableSchema) -> None:
+        readers = {column.name: self._reader(column.type) for column in schema.columns}
+        self._tables[(schema.database, schema.table, schema.version)] = _Table(schema, readers)
+
+    def _reader(self, mtype: MySQLType) -> Reader:
+        reader = self._readers.get(mtype)
+        if reader is None:
+            reader = self._readers[mtype] = self._wire.reader(mtype, self._zones)
+        return reader
+
+
+def _read_row(message: dict[str, Any], op: Op) -> _Row:
+    # One combined check on the hot path; the field helpers only explain a failure.
+    database: Any = message.get("database")
+    table: Any = message.get("table")
+    version: Any = message.get("schemaVersion")
+    commit_ts: Any = message.get("commitTs")
+    build_ts: Any = message.get("buildTs")
+    table_id: Any = message.get("tableID")
+    if not (
+        type(database) is str
+        and type(table) is str
+        and type(version) is int
+        and type(commit_ts) is int
+        and type(build_ts) is int
+        and (table_id is None or type(table_id) is int)
+        and 0 <= version <= UINT64_MAX
+        and 0 <= commit_ts <= UINT64_MAX
+    ):
+        _explain_row(message, op)
+    data = message.get("data")
+    old = message.get("old")
+    # INSERT carries data (the new row), DELETE old (the deleted row), UPDATE both.
+    if (data is None) is not (op is Op.DELETE) or (old is None) is not (op is Op.INSERT):
+        carries = {Op.INSERT: "data only", Op.UPDATE: "data and old", Op.DELETE: "old only"}[op]
+        raise Invalid(f"{op.name}: a {op.name} message carries {carries}")
+    large = location = None
+    if message.get("claimCheckLocation") is not None or message.get("handleKeyOnly") is not None:
+        location = optional(message, "claimCheckLocation", str, op.name) or None
+        # TiCDC sets both on a claim-check message; the location decides (its decoder checks it first).
+        if location:
+            large = LargeMessageKind.CLAIM_CHECK
+        elif optional(message, "handleKeyOnly", bool, op.name):
+            large = LargeMessageKind.HANDLE_KEY_ONLY
+    meta: dict[str, Any] = {"buildTs": build_ts}
+    checksum = message.get("checksum")
+    if checksum is not None:
+        meta["checksum"] = _checksum(checksum)
+    return op, database, table, version, commit_ts, table_id, data, old, large, location, meta
+
+
+def _explain_row(message: dict[str, Any], op: Op) -> None:
+    """Raise the reason the fast check in :func:`_read_row` failed."""
+    where = op.name
+    required(message, "database", str, where)
+    required(message, "table", str, where)
+    uint64(message, "schemaVersion", where)
+    uint64(message, "commitTs", where)
+    required(message, "buildTs", int, where)
+    optional(message, "tableID", int, where)
+    raise Invalid(f"{where}: malformed envelope")  # pragma: no cover - one of the checks above raised
+
+
+def _checksum(raw: Any) -> dict[str, Any]:
+    """The row checksum TiCDC adds with ``integrity-check-level = "correctness"``, kept as it came."""
+    obj = as_dict(raw, "checksum")
+    return {
+        "version": required(obj, "version", int, "checksum"),
+        "corrupted": required(obj, "corrupted", bool, "checksum"),
+        "current": required(obj, "current", int, "checksum"),
+        "previous": required(obj, "previous", int, "checksum"),
+    }
+
+
+def _row_event(row: _Row, table: _Table, origin: Origin) -> RowChange | LargeMessageRef:
+    op, database, name, version, commit_ts, table_id, data, old, large, location, meta = row
+    after = None if data is None else table.read_image(data, "data")
+    before = None if old is None else table.read_image(old, "old")
+    change = RowChange(
+        op, database, name, before, after, table.types, table.key_columns, commit_ts, version, table_id, origin, meta
+    )
+    if large is None:
+        return change
+    return LargeMessageRef(large, change, location)

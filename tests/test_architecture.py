@@ -1,0 +1,145 @@
+"""DESIGN.md's layer rules, checked on the imports of every module under src/cdclake.
+
+Data flows one way and each layer knows only the ones above it: the codecs (``cdclake.formats``) speak
+only the event model, the type system and the errors; the model knows only the types; the types know
+only the errors; Spark stays in the pipeline (``cdclake.spark``) and the sinks (``cdclake.sinks``).
+Modules are found on disk, so a new module is checked without touching this file. Every import counts,
+including those inside functions and ``if TYPE_CHECKING:`` blocks.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "cdclake"
+
+FOUNDATION = {"cdclake.model", "cdclake.types", "cdclake.errors"}
+SPARK_PACKAGES = ("pyspark", "py4j")  # py4j is Spark's bridge to the JVM; nothing else has a use for it
+SPARK_LAYERS = ("cdclake.spark", "cdclake.sinks")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES: dict[str, Path] = {_module_name(p): p for p in sorted((SRC / PACKAGE).rglob("*.py"))}
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def imports_of(module: str, source: str, is_package: bool = False) -> set[str]:
+    """The dotted names ``source`` imports; relative imports resolved against ``module``, and
+    ``from package import submodule`` named as the submodule where it is one of ours."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                # A package's own module is its __init__, so "." is the package itself.
+                anchor = anchor if is_package else anchor[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                found.add(submodule if submodule in MODULES else base)
+    return found
+
+
+def _all_imports(module: str) -> set[str]:
+    path = MODULES[module]
+    return imports_of(module, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py")
+
+
+def _cdclake_imports(module: str) -> set[str]:
+    return {name for name in _all_imports(module) if _within(name, PACKAGE) and name != module}
+
+
+def test_the_modules_are_found() -> None:
+    assert {"cdclake.model", "cdclake.types", "cdclake.errors", "cdclake.formats"} <= set(MODULES)
+    assert "cdclake.formats.base" in MODULES
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, "cdclake.formats")])
+def test_formats_use_only_the_model_types_errors_and_each_other(module: str) -> None:
+    outside = {m for m in _cdclake_imports(module) if m not in FOUNDATION and not _within(m, "cdclake.formats")}
+    assert not outside, f"{module} imports {sorted(outside)}; codecs may use only {sorted(FOUNDATION)}"
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, "cdclake.formats")])
+def test_formats_import_neither_spark_nor_kafka(module: str) -> None:
+    banned = {m for m in _all_imports(module) if m.split(".")[0] in (*SPARK_PACKAGES, "confluent_kafka")}
+    assert not banned, f"{module} imports {sorted(banned)}: codecs are pure, without Spark or Kafka"
+
+
+def test_model_imports_only_types_and_errors() -> None:
+    assert _cdclake_imports("cdclake.model") <= {"cdclake.types", "cdclake.errors"}
+
+
+def test_types_import_only_errors() -> None:
+    assert _cdclake_imports("cdclake.types") <= {"cdclake.errors"}
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if not any(_within(m, layer) for layer in SPARK_LAYERS)])
+def test_only_the_spark_layers_import_spark(module: str) -> None:
+    spark = {m for m in _all_imports(module) if m.split(".")[0] in SPARK_PACKAGES}
+    assert not spark, f"{module} imports {sorted(spark)}; only {', '.join(SPARK_LAYERS)} may"
+
+
+def test_importing_the_codecs_loads_no_heavy_dependency() -> None:
+    # The import rules above cover what the code says; this covers what Python actually loads,
+    # e.g. through a third-party package. pyarrow is imported by the functions that need it.
+    code = f"""
+import importlib, pkgutil, sys
+import cdclake.formats as formats
+for info in pkgutil.walk_packages(formats.__path__, "cdclake.formats."):
+    importlib.import_module(info.name)
+loaded = sorted(m for m in ("pyarrow", "confluent_kafka", *{SPARK_PACKAGES!r}) if m in sys.modules)
+print(" ".join(loaded))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"importing the codecs loaded {result.stdout}"
+
+
+# --- the import reader itself -----------------------------------------------------------------------
+
+
+def test_imports_of_resolves_every_form() -> None:
+    source = """
+import json, pyspark.sql as ps
+from . import base
+from .base import Codec
+from .. import model
+from ..types import MySQLType
+from cdclake import errors
+def later():
+    from confluent_kafka import Consumer
+if TYPE_CHECKING:
+    from pyspark.sql.functions import col
+"""
+    assert imports_of("cdclake.formats.canal_json", source) == {
+        "json",
+        "pyspark.sql",
+        "cdclake.formats.base",
+        "cdclake.model",
+        "cdclake.types",
+        "cdclake.errors",
+        "confluent_kafka",
+        "pyspark.sql.functions",
+    }
+
+
+def test_imports_of_a_package_init_is_relative_to_the_package() -> None:
+    assert imports_of("cdclake.formats", "from .base import Codec", is_package=True) == {"cdclake.formats.base"}
