@@ -1,0 +1,319 @@
+"""The ``cdclake`` command: decode messages of a wire format into event JSON, and encode event JSON back.
+
+``decode`` prints one JSON object per event on standard output (the form :mod:`cdclake.eventjson`
+documents) and one line per message it cannot decode on standard error; ``encode`` reads that JSON and
+writes the format's messages (see :mod:`cdclake.message_files` for the file layouts). Exit status: 0 when
+every message went through, 1 when some did not (the rest still did), 2 for a wrong command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import click
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from cdclake import samples
+from cdclake.errors import DecodeError, EncodeError, OptionError
+from cdclake.eventjson import dumps_event, loads_event
+from cdclake.formats import FORMAT_NAMES, get_codec
+from cdclake.formats.base import Codec
+from cdclake.message_files import (
+    MESSAGE_FILE_FORMATS,
+    STDIN,
+    STDIN_NAME,
+    VALUE_SUFFIX,
+    key_beside,
+    message_file_pairs,
+    read_lines,
+    read_message_file,
+    write_lines,
+    write_message_directory,
+)
+from cdclake.model import Event, RawMessage
+from cdclake.sources.captured import CaptureError, partitions, read_partition, topics
+
+_Part = TypeVar("_Part")
+
+app = typer.Typer(
+    help="Decode and encode the Kafka change-stream formats of TiCDC and Alibaba DataWorks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _format_name(name: str) -> str:
+    if name not in FORMAT_NAMES:
+        raise typer.BadParameter(f"{name!r} is not a format; formats: {', '.join(FORMAT_NAMES)}")
+    return name
+
+
+FormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        parser=_format_name,
+        metavar="FORMAT",
+        help="Wire format: " + ", ".join(FORMAT_NAMES) + ".",
+        show_default=False,
+    ),
+]
+OptionsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        "-o",
+        metavar="NAME=VALUE",
+        help="A producer option under its upstream name (enable-tidb-extension=true); repeatable.",
+    ),
+]
+TzOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tz",
+        metavar="ZONE",
+        help="Time zone TIMESTAMP values are written in (IANA name, UTC or +HH:MM); default UTC.",
+    ),
+]
+
+
+@dataclass
+class Report:
+    """Errors go to standard error as they happen; the count decides the exit status."""
+
+    console: Console = field(default_factory=lambda: Console(stderr=True, soft_wrap=True, highlight=False))
+    failures: int = 0
+
+    def failure(self, where: object | None, reason: str) -> None:
+        """One message (or line) that failed: where it is, if the reason does not say so, and why."""
+        self.failures += 1
+        place = "" if where is None else f"{where}: "
+        self.console.print(Text.assemble(("error", "bold red"), f": {place}{reason}"))
+
+    def note(self, text: str) -> None:
+        self.console.print(Text(text))
+
+    def exit(self) -> NoReturn:
+        """End the command: status 1 if anything failed, else 0."""
+        raise typer.Exit(1 if self.failures else 0)
+
+
+def _parse_options(given: Iterable[str], tz: str | None) -> dict[str, str]:
+    options = {}
+    for item in given:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="'--option'")
+        options[name.strip()] = value
+    if tz is not None:
+        options["tz"] = tz
+    return options
+
+
+def _built(make: Callable[[Mapping[str, Any]], _Part], codec: Codec, options: Mapping[str, Any]) -> _Part:
+    """The codec's decoder or encoder (``make``) for the options; a bad option is a usage error."""
+    try:
+        # The codec itself judges some values, such as a time zone name, so both steps can refuse.
+        return make(codec.resolve(options))
+    except OptionError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--option'") from exc
+
+
+def _check_inputs_exist(paths: Iterable[Path], hint: str) -> None:
+    # Checked here rather than by typer, whose own check takes "-" (standard input) for a missing file.
+    for path in paths:
+        if str(path) != STDIN and not path.exists():
+            raise typer.BadParameter(f"{path} does not exist", param_hint=hint)
+
+
+def _input_messages(format_name: str, files: list[Path], key_files: list[Path]) -> Iterator[RawMessage]:
+    """The messages in the FILE arguments, in order, as the format's layout says to read them."""
+    if format_name not in MESSAGE_FILE_FORMATS:
+        if key_files:
+            raise typer.BadParameter(f"{format_name} messages have no keys to read", param_hint="'--key-file'")
+        for path in files:
+            if path.is_dir():
+                raise typer.BadParameter(f"{path} is a directory; {format_name} reads files of lines")
+        return chain.from_iterable(read_lines(path) for path in files)
+    if key_files:
+        if len(key_files) != len(files) or any(path.is_dir() for path in files):
+            raise typer.BadParameter(
+                f"give one --key-file per value FILE, in the same order ({len(key_files)} keys, {len(files)} files)",
+                param_hint="'--key-file'",
+            )
+        return (read_message_file(value, key) for value, key in zip(files, key_files, strict=True))
+    if STDIN in map(str, files):
+        raise typer.BadParameter(f"{format_name} messages are binary files; standard input cannot hold several")
+    pairs: list[tuple[Path, Path | None]] = []
+    for path in files:
+        in_directory = message_file_pairs(path) if path.is_dir() else [(path, key_beside(path))]
+        if not in_directory:
+            raise typer.BadParameter(f"{path} holds no message files (*{VALUE_SUFFIX})", param_hint="'FILE...'")
+        pairs += in_directory
+    return (read_message_file(value, key) for value, key in pairs)
+
+
+@app.command()
+def decode(
+    format_name: FormatOption,
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="FILE",
+            help="JSON formats: files of one message per line (- for standard input). Binary formats: files of "
+            "one raw message value each (NAME.value is read with the key in NAME.key beside it, if any), or "
+            "directories of such files.",
+            show_default=False,
+        ),
+    ] = None,
+    key_files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--key-file",
+            "-k",
+            metavar="KEY",
+            exists=True,
+            dir_okay=False,
+            help="The raw key of the value FILE in the same position; repeat once per FILE.",
+        ),
+    ] = None,
+    sample: Annotated[bool, typer.Option("--sample", help="Decode the sample stream bundled for the format.")] = False,
+    captured: Annotated[
+        Path | None,
+        typer.Option(
+            "--captured",
+            metavar="ROOT",
+            exists=True,
+            file_okay=False,
+            help="Decode every partition of the topics captured under ROOT (see docs/captured-topics.md).",
+        ),
+    ] = None,
+    option: OptionsOption = None,
+    tz: TzOption = None,
+) -> None:
+    """Print one JSON object per event of the messages in FILE... (or of the bundled --sample, or of the
+    topics captured under --captured ROOT).
+
+    A message that cannot be decoded is reported on standard error with its file and line (or topic,
+    partition and offset) and the reason; the others are still printed, and the exit status is 1.
+    """
+    files = files or []
+    options = _parse_options(option or [], tz)
+    if [bool(files), sample, captured is not None].count(True) != 1:
+        raise typer.BadParameter("give FILE arguments, --sample or --captured: one of them", param_hint="'FILE...'")
+    # Each stream is one partition's messages in order, and gets its own decoder: decoders keep
+    # per-partition state, such as the Simple protocol's table schemas.
+    streams: list[Iterable[RawMessage]]
+    if sample:
+        streams = [samples.sample_messages(format_name)]
+        options = samples.OPTIONS.get(format_name, {}) | options
+    elif captured is not None:
+        streams = [
+            read_partition(captured, topic, partition)
+            for topic in topics(captured)
+            for partition in partitions(captured, topic)
+        ]
+    else:
+        _check_inputs_exist(files, "'FILE...'")
+        streams = [_input_messages(format_name, files, key_files or [])]
+    codec = get_codec(format_name)
+    report = Report()
+    out = click.get_binary_stream("stdout")
+    count = 0
+    for stream in streams:
+        decoder = _built(codec.make_decoder, codec, options)
+        try:
+            for message in stream:
+                count += 1
+                try:
+                    events = decoder.decode(message)
+                except DecodeError as exc:
+                    report.failure(exc.origin or message.origin, f"{exc.format_name}: {exc.reason}")
+                    continue
+                out.write(b"".join(dumps_event(event) + b"\n" for event in events))
+        except CaptureError as exc:  # a record the capture cannot read ends its partition
+            report.failure(None, str(exc))
+        out.write(b"".join(dumps_event(event) + b"\n" for event in decoder.flush()))
+    out.flush()
+    if report.failures:
+        report.note(f"{report.failures} of {count} messages could not be decoded")
+    report.exit()
+
+
+def _read_events(path: Path, report: Report) -> list[Event]:
+    events = []
+    for message in read_lines(path):
+        try:
+            events.append(loads_event(message.value or b""))
+        except DecodeError as exc:
+            report.failure(message.origin, exc.reason)
+    return events
+
+
+@app.command()
+def encode(
+    format_name: FormatOption,
+    events_file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="EVENTS",
+            help="Event JSON, one object per line, as decode prints it (- for standard input).",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            metavar="PATH",
+            help="JSON formats: the file to write, one message per line (- for standard output). Binary formats: "
+            "a new or empty directory for numbered .value/.key message files.",
+            show_default=False,
+        ),
+    ],
+    option: OptionsOption = None,
+    tz: TzOption = None,
+) -> None:
+    """Write the messages of FORMAT that carry the events in EVENTS, in order.
+
+    A line that is not an event is reported with its file, line and reason and left out (exit status 1);
+    an event the format cannot carry stops the command before anything is written.
+    """
+    _check_inputs_exist([events_file], "'EVENTS'")
+    source = STDIN_NAME if str(events_file) == STDIN else str(events_file)
+    codec = get_codec(format_name)
+    encoder = _built(codec.make_encoder, codec, _parse_options(option or [], tz))
+    report = Report()
+    events = _read_events(events_file, report)
+    try:
+        messages = encoder.encode(events)
+    except EncodeError as exc:
+        report.failure(source, f"{exc.format_name}: {exc.reason}; nothing written")
+        report.exit()
+    try:
+        if format_name in MESSAGE_FILE_FORMATS:
+            written = write_message_directory(messages, out)
+        else:
+            written = write_lines(messages, out)
+    except (OSError, ValueError) as exc:
+        report.failure(out, str(exc))
+        report.exit()
+    target = "standard output" if str(out) == STDIN else out
+    report.note(f"{written} messages from {len(events)} events written to {target}")
+    if report.failures:
+        report.note(f"{report.failures} lines of {source} could not be read as events")
+    report.exit()
+
+
+def main() -> None:
+    """The ``cdclake`` console script."""
+    app()
