@@ -28,12 +28,12 @@ from cdclake.errors import DecodeError, EncodeError
 from cdclake.formats import get_codec
 from cdclake.formats.canal_json import (
     JAVA_SQL_TYPES,
-    ddl_kind,
     go_json_string,
     java_sql_type,
     mysql_type_text,
 )
 from cdclake.formats.compression import compressor
+from cdclake.formats.ddl import kind_of_ticdc_type
 from cdclake.model import (
     Bootstrap,
     ColumnSchema,
@@ -1325,7 +1325,7 @@ def test_tidb_extension_fields() -> None:
     ],
 )
 def test_ddl_kinds(canal_type: str, sql: str, kind: DdlKind) -> None:
-    assert ddl_kind(canal_type, sql) is kind
+    assert kind_of_ticdc_type(canal_type, sql) is kind
     ddl = decode_one(orjson.dumps({"database": "d", "table": "t", "isDdl": True, "type": canal_type, "sql": sql}))
     assert isinstance(ddl, Ddl) and ddl.kind is kind and ddl.meta["type"] == canal_type
 

@@ -37,9 +37,9 @@ import orjson
 from cdclake.errors import DecodeError, EncodeError, TypeParseError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool
 from cdclake.formats.compression import COMPRESSION_OPTION, compressor, decompressor
+from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type, ticdc_type
 from cdclake.model import (
     Ddl,
-    DdlKind,
     Event,
     LargeMessageKind,
     LargeMessageRef,
@@ -79,19 +79,6 @@ _OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 # FLINK-32862); the decoder does too and keeps the type in meta.
 _SNAPSHOT_TYPE = "INIT"
 
-# Canal's DDL event types (TiCDC convertDdlEventType) and what each does to the target. QUERY is
-# TiCDC's type for schema-level and other statements: its kind is read from the SQL.
-_KIND_OF_CANAL_TYPE = {
-    "CREATE": DdlKind.CREATE_TABLE,
-    "ALTER": DdlKind.ALTER_TABLE,
-    "ERASE": DdlKind.DROP_TABLE,
-    "RENAME": DdlKind.RENAME_TABLE,
-    "TRUNCATE": DdlKind.TRUNCATE_TABLE,
-    "CINDEX": DdlKind.CREATE_INDEX,
-    "DINDEX": DdlKind.DROP_INDEX,
-}
-DDL_TYPES = (*_KIND_OF_CANAL_TYPE, "QUERY")
-_CANAL_TYPE_OF_KIND = {kind: canal_type for canal_type, kind in _KIND_OF_CANAL_TYPE.items()}
 
 # Top-level fields the events carry in their own attributes; every other one goes to meta.
 _STRUCTURAL = frozenset(
@@ -433,42 +420,6 @@ def _end_of(pattern: re.Pattern[str], text: str, position: int) -> int:
 
 # --- the statement a DDL runs ----------------------------------------------------------------------
 
-_LEADING_COMMENTS = re.compile(r"(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$))*", re.DOTALL)
-_WORD = re.compile(r"[A-Za-z_]+")
-_OBJECTS = {"DATABASE": "DATABASE", "SCHEMA": "DATABASE", "TABLE": "TABLE", "INDEX": "INDEX", "VIEW": "VIEW"}
-_KIND_OF_STATEMENT = {
-    ("CREATE", "DATABASE"): DdlKind.CREATE_DATABASE,
-    ("DROP", "DATABASE"): DdlKind.DROP_DATABASE,
-    ("CREATE", "TABLE"): DdlKind.CREATE_TABLE,
-    ("DROP", "TABLE"): DdlKind.DROP_TABLE,
-    ("RENAME", "TABLE"): DdlKind.RENAME_TABLE,
-    ("TRUNCATE", "TABLE"): DdlKind.TRUNCATE_TABLE,
-    ("TRUNCATE", None): DdlKind.TRUNCATE_TABLE,
-    ("ALTER", "TABLE"): DdlKind.ALTER_TABLE,
-    ("CREATE", "INDEX"): DdlKind.CREATE_INDEX,
-    ("DROP", "INDEX"): DdlKind.DROP_INDEX,
-}
-
-
-def _statement(sql: str) -> tuple[str, str | None]:
-    """The verb of a DDL statement and the first kind of object among its next words:
-    ``/* c */ CREATE UNIQUE INDEX ...`` is ("CREATE", "INDEX")."""
-    start = _end_of(_LEADING_COMMENTS, sql, 0)
-    words = [word.upper() for word in _WORD.findall(sql, start, start + 200)[:8]]
-    if not words:
-        return "", None
-    return words[0], next((_OBJECTS[w] for w in words[1:] if w in _OBJECTS), None)
-
-
-def ddl_kind(canal_type: str, sql: str) -> DdlKind:
-    """What a DDL does, from its Canal type where that says (CREATE, ERASE ...), else from its SQL."""
-    verb, target = _statement(sql)
-    if target == "VIEW":  # a view is no table, whatever type the producer gave it
-        return DdlKind.OTHER
-    kind = _KIND_OF_CANAL_TYPE.get(canal_type)
-    return kind if kind is not None else _KIND_OF_STATEMENT.get((verb, target), DdlKind.OTHER)
-
-
 # --- the decoder -------------------------------------------------------------------------------------
 
 
@@ -529,7 +480,7 @@ class CanalJsonDecoder:
         op = _OPS.get(canal_type)
         if op is not None and not is_ddl:
             self._decode_rows(message, op, origin, events)
-        elif is_ddl or canal_type in DDL_TYPES:
+        elif is_ddl or canal_type in TICDC_DDL_TYPES:
             events.append(self._ddl(message, canal_type, _origin_at(origin, len(events))))
         elif canal_type == WATERMARK_TYPE:
             events.append(self._watermark(message, _origin_at(origin, len(events))))
@@ -538,7 +489,7 @@ class CanalJsonDecoder:
         else:
             raise _Invalid(
                 f"unknown type {canal_type!r}: expected INSERT, UPDATE, DELETE, {WATERMARK_TYPE}, "
-                f"or a DDL ({', '.join(DDL_TYPES)}) with isDdl true"
+                f"or a DDL ({', '.join(TICDC_DDL_TYPES)}) with isDdl true"
             )
 
     def _decode_rows(self, message: dict[str, Any], op: Op, origin: Origin, events: list[Event]) -> None:
@@ -638,7 +589,7 @@ class CanalJsonDecoder:
         meta = {field: value for field, value in message.items() if field not in _STRUCTURAL}
         meta["type"] = canal_type
         return Ddl(
-            ddl_kind(canal_type, sql),
+            kind_of_ticdc_type(canal_type, sql),
             _name(message, "database"),
             _name(message, "table"),
             sql,
@@ -1018,9 +969,7 @@ class CanalJsonEncoder:
 
     def _ddl_message(self, ddl: Ddl) -> str:
         commit_ts = self._commit_ts(ddl.commit_ts, "DDL")
-        canal_type = ddl.meta.get("type")
-        if canal_type not in DDL_TYPES:
-            canal_type = _CANAL_TYPE_OF_KIND.get(ddl.kind, "QUERY")
+        canal_type = ticdc_type(ddl.kind, ddl.sql, ddl.meta.get("type"))
         head = self._head(ddl.meta, ddl.database, ddl.table, (), True, canal_type, commit_ts, ddl.sql)
         return head + '"sqlType":null,"mysqlType":null,"data":null,"old":null' + self._end(f'"commitTs":{commit_ts}')
 

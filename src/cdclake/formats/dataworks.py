@@ -25,6 +25,7 @@ import orjson
 
 from cdclake.errors import DecodeError, EncodeError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool
+from cdclake.formats.ddl import kind_of_sql
 from cdclake.model import (
     Bootstrap,
     Ddl,
@@ -310,40 +311,13 @@ def _keep_unknown_fields(fields: dict[str, Any] | None, path: str, meta: dict[st
         meta.setdefault("unknownFields", {})[path] = extra
 
 
-_LEADING_COMMENTS = re.compile(r"(?:\s|/\*.*?\*/|(?:--|#)[^\n]*(?:\n|$))*", re.DOTALL)
-_DDL_KIND_OF_SQL = tuple(
-    (re.compile(pattern, re.IGNORECASE), kind)
-    for pattern, kind in (
-        (r"create\s+(?:database|schema)\b", DdlKind.CREATE_DATABASE),
-        (r"drop\s+(?:database|schema)\b", DdlKind.DROP_DATABASE),
-        (r"create\s+(?:(?:global|local|or\s+replace)\s+)*(?:temporary\s+)?table\b", DdlKind.CREATE_TABLE),
-        (r"drop\s+(?:temporary\s+)?table\b", DdlKind.DROP_TABLE),
-        (r"rename\s+tables?\b", DdlKind.RENAME_TABLE),
-        (r"truncate\b", DdlKind.TRUNCATE_TABLE),
-        (r"alter\s+table\b", DdlKind.ALTER_TABLE),
-        (r"create\s+(?:(?:unique|fulltext|spatial|bitmap)\s+)?index\b", DdlKind.CREATE_INDEX),
-        (r"drop\s+index\b", DdlKind.DROP_INDEX),
-    )
-)
-
-
 _DATABASE_LEVEL = ((DdlKind.CREATE_TABLE, DdlKind.CREATE_DATABASE), (DdlKind.DROP_TABLE, DdlKind.DROP_DATABASE))
-
-
-def sql_ddl_kind(sql: str) -> DdlKind:
-    """What a DDL statement does, from its leading keywords."""
-    match = _LEADING_COMMENTS.match(sql)
-    start = match.end() if match else 0
-    for pattern, kind in _DDL_KIND_OF_SQL:
-        if pattern.match(sql, start):
-            return kind
-    return DdlKind.OTHER
 
 
 def ddl_kind(op: str, sql: str) -> DdlKind:
     """A DDL message's kind: its op says it (``ddl.text`` may be a fragment such as ``ADD COLUMN ...``),
     except that QUERY is any statement and only the SQL tells CREATE/DROP DATABASE from TABLE."""
-    by_sql = sql_ddl_kind(sql)
+    by_sql = kind_of_sql(sql)
     if op == "QUERY":
         return by_sql
     by_op = _DDL_KIND_OF_OP[op]

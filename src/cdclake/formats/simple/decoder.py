@@ -17,7 +17,7 @@ from typing import Any
 
 from cdclake.errors import DecodeError
 from cdclake.formats.compression import decompressor
-from cdclake.formats.simple.ddl import DDL_TYPES, ddl_kind
+from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type
 from cdclake.formats.simple.fields import UINT64_MAX, Invalid, as_dict, describe, optional, required, uint64
 from cdclake.formats.simple.values import READ_ERRORS, Reader, Zones
 from cdclake.formats.simple.wire import Wire
@@ -38,7 +38,7 @@ from cdclake.model import (
 from cdclake.types import MySQLType, zone
 
 _OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
-_TYPES = ", ".join(("WATERMARK", "BOOTSTRAP", *DDL_TYPES, *_OPS))
+_TYPES = ", ".join(("WATERMARK", "BOOTSTRAP", *TICDC_DDL_TYPES, *_OPS))
 
 # What may still escape the explicit checks on a malformed message (a bug would show up here too,
 # as a DecodeError that names the exception).
@@ -142,7 +142,7 @@ class SimpleDecoder:
             self._ready.append(Watermark(uint64(message, "commitTs", kind), origin, {"buildTs": build_ts}))
         elif kind == "BOOTSTRAP":
             self._on_bootstrap(message, origin)
-        elif kind in DDL_TYPES:
+        elif kind in TICDC_DDL_TYPES:
             self._on_ddl(message, kind, origin)
         else:
             raise Invalid(f"field 'type' must be one of {_TYPES}, got {describe(kind)}")
@@ -196,7 +196,7 @@ class SimpleDecoder:
         # DROP DATABASE carries no schema at all; its database is in the SQL only.
         named = after or before
         ddl = Ddl(
-            kind=ddl_kind(ddl_type, sql),
+            kind=kind_of_ticdc_type(ddl_type, sql),
             database=named.database if named else "",
             table=named.table if named else "",
             sql=sql,

@@ -21,7 +21,7 @@ from typing import Any
 
 from cdclake.errors import EncodeError
 from cdclake.formats.compression import compressor
-from cdclake.formats.simple.ddl import ddl_type
+from cdclake.formats.ddl import ticdc_type
 from cdclake.formats.simple.fields import UINT64_MAX
 from cdclake.formats.simple.values import Writer
 from cdclake.formats.simple.wire import Wire
@@ -98,7 +98,7 @@ class SimpleEncoder:
         if ddl.commit_ts is None:
             raise self._fail(f"DDL {ddl.sql!r} has no commit ts; every Simple DDL message carries one")
         commit_ts = self._uint64(ddl.commit_ts, "DDL commit ts")
-        message: dict[str, Any] = {"version": _VERSION, "type": ddl_type(ddl.kind, ddl.sql, ddl.meta)}
+        message: dict[str, Any] = {"version": _VERSION, "type": ticdc_type(ddl.kind, ddl.sql, ddl.meta.get("type"))}
         if ddl.sql:
             message["sql"] = ddl.sql
         message["commitTs"] = commit_ts

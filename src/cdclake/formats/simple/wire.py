@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import fastavro
 import orjson
 
-from cdclake.formats.simple.ddl import DDL_TYPES
+from cdclake.formats.ddl import TICDC_DDL_TYPES
 from cdclake.formats.simple.fields import Invalid, describe
 from cdclake.formats.simple.tableschema import avro_table_schema, json_table_schema, read_table_schema
 from cdclake.formats.simple.values import (
@@ -159,7 +159,7 @@ class AvroWire:
             }
         elif kind == "BOOTSTRAP":
             payload = {k: message[k] for k in ("version", "buildTs", "tableSchema")}
-        elif kind in DDL_TYPES:
+        elif kind in TICDC_DDL_TYPES:
             kind, payload = "DDL", self._ddl(message)
         else:
             kind, payload = "DML", self._dml(message)
