@@ -8,13 +8,13 @@ every message went through, 1 when some did not (the rest still did), 2 for a wr
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
-import click
 import typer
 from rich.console import Console
 from rich.text import Text
@@ -226,7 +226,7 @@ def decode(
         streams = [_input_messages(format_name, files, key_files or [])]
     codec = get_codec(format_name)
     report = Report()
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     count = 0
     for stream in streams:
         decoder = _built(codec.make_decoder, codec, options)
