@@ -11,7 +11,7 @@ format's own field names, so that an encoder can write it back and a user can st
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -41,7 +41,23 @@ class Origin:
         return place if self.index == 0 else f"{place} event {self.index}"
 
     def at(self, index: int) -> Origin:
-        return Origin(self.topic, self.partition, self.offset, self.file, self.line, index)
+        """This origin for the ``index``-th event of the message. Decoders call it for every event, so
+        it fills the slots directly: a frozen dataclass's __init__ goes through object.__setattr__
+        for each field, which takes twice as long."""
+        origin = _new_object(Origin)
+        _set_topic(origin, self.topic)
+        _set_partition(origin, self.partition)
+        _set_offset(origin, self.offset)
+        _set_file(origin, self.file)
+        _set_line(origin, self.line)
+        _set_index(origin, index)
+        return origin
+
+
+_new_object = object.__new__
+_set_topic, _set_partition, _set_offset, _set_file, _set_line, _set_index = (
+    getattr(Origin, field.name).__set__ for field in fields(Origin)
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ from cdclake.types import (
     ZeroTemporal,
     enum_index,
     format_float,
+    parse_time,
     set_bits,
     to_float32,
     value_from_text,
@@ -1841,3 +1842,72 @@ def test_every_canal_vector_is_read_by_a_test(vectors: Path) -> None:
         and "expected" not in path.name.lower()
     ]
     assert unused == []
+
+
+def test_decoder_follows_each_message_s_own_types_and_keys() -> None:
+    """A decoder keeps what it parsed of each table's mysqlType and pkNames across messages; a
+    message that changes them (a DDL upstream, another database's table of the same name) is read
+    by what it says itself."""
+    decoder = CODEC.decoder()
+
+    def one(value: bytes) -> RowChange:
+        (event,) = decoder.decode(RawMessage(None, value, ORIGIN))
+        assert isinstance(event, RowChange)
+        return event
+
+    first = one(message(data=[{"id": "1", "c": "x"}]))
+    assert first.after == {"id": 1, "c": "x"} and first.key_columns == ("id",)
+    changed = one(message(data=[{"id": "1", "c": "2"}], mysqlType={"id": "varchar", "c": "int"}, pkNames=["c"]))
+    assert changed.after == {"id": "1", "c": 2} and changed.key_columns == ("c",)
+    assert changed.types == {"id": MySQLType.parse("varchar"), "c": MySQLType.parse("int")}
+    other = one(message(data=[{"id": "3", "c": "y"}], database="other", pkNames=None))
+    assert other.after == {"id": 3, "c": "y"} and other.key_columns == () and other.database == "other"
+    again = one(message(data=[{"id": "4", "c": "z"}]))
+    assert again.after == {"id": 4, "c": "z"} and again.key_columns == ("id",)
+    with pytest.raises(DecodeError, match=r"data\[0\] column 'id': invalid literal"):
+        one(message(data=[{"id": "x", "c": "z"}]))
+    with pytest.raises(DecodeError, match=r'"pkNames" must be an array of column names'):
+        one(message(pkNames=["id", 1]))
+
+
+def test_values_the_fast_path_leaves_to_the_converters() -> None:
+    """Rows are converted in one pass that passes JSON strings of text columns through; any value
+    it does not take as it is goes through the column's converter, which reads it or says why not."""
+    types = {"id": "int", "c": "varchar", "j": "json", "d": "double", "e": "enum", "s": "set"}
+    row = {"id": "1", "c": "x", "j": {"a": [1]}, "d": True, "e": 2, "s": "5"}
+    change = decode_one(message(data=[row], mysqlType=types))
+    assert change.after == {"id": 1, "c": "x", "j": '{"a":[1]}', "d": 1.0, "e": 2, "s": 5}
+    for column, value, reason in [
+        ("c", 5, "data[0] column 'c': expected a string, got the number 5"),
+        ("e", 2.5, "data[0] column 'e': expected an integer, got the number 2.5"),
+        ("id", "2147483648", "data[0] column 'id': 2147483648 is outside the range of int"),
+    ]:
+        with pytest.raises(DecodeError) as error:
+            decode(message(data=[{**row, column: value}], mysqlType=types))
+        assert error.value.reason == reason
+    with pytest.raises(DecodeError) as error:
+        decode(message("UPDATE", [row], mysqlType=types, old=[{"c": 7}]))
+    assert error.value.reason == "old[0] column 'c': expected a string, got the number 7"
+    # A column old names and data leaves out is converted from old's value.
+    update = decode_one(message("UPDATE", [{"id": "1"}], mysqlType=types, old=[{"id": "1", "c": "was"}]))
+    assert update.before == {"id": 1, "c": "was"} and update.after == {"id": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "00:00:00", "23:59:59", "23:59:59.999999", "03:19:10.2", "03:19:10.269", "03:19:10.26912",
+        "03:19:10.1234567", "100:00:00", "838:59:59.000000", "-01:02:03.5", "24:00:00", "03:60:00",
+        "03:19:10,5", "03:19:10+01:00", "03:19:10.5Z", "03:19:10.", "3:19:10", "03:19:1x", "\u0660\u0663:19:10",
+    ],
+)  # fmt: skip
+def test_time_values_read_as_parse_time_reads_them(text: str) -> None:
+    """TIME text of the common shape takes a faster parser; every text reads as types.parse_time reads it."""
+    encoded = message(data=[{"id": "1", "c": text}], mysqlType={"id": "int", "c": "time"})
+    try:
+        expected = parse_time(text)
+    except ValueError:
+        with pytest.raises(DecodeError, match="not a time"):
+            decode(encoded)
+    else:
+        assert decode_one(encoded).after == {"id": 1, "c": expected}

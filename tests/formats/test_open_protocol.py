@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import decimal
 import json
 import random
 import re
@@ -938,6 +939,104 @@ def test_a_decoder_reads_each_row_as_a_fresh_one_would() -> None:
             assert results[0] == results[1]
     key_columns = [r.key_columns for v in values[:5] for r in decode(message([GOOD_KEY], [v]))]
     assert key_columns == [("id",), ("id",), ("id",), (), ("id",)]
+
+
+# Per type (code, flags): JSON values a warmed decoder reads on its compiled fast path and a fresh one
+# column by column; both must give the same value of the same type, or refuse with the same reason.
+# fmt: off
+FAST_PATH_VALUES: list[tuple[str, int, int, list[str]]] = [
+    ("int", 3, 0, ["0", "-2147483648", "2147483647", "2147483648", "true", "1.0", '"5"', "null"]),
+    ("bigint unsigned", 8, 128, ["18446744073709551615", "18446744073709551616", "-1", "false"]),
+    ("bit", 16, 129, ["0", "18446744073709551615", "-1", "true"]),
+    ("year", 13, 129, ["0", "2155", "2156", "true"]),
+    ("float", 4, 0, ["1.5", "-0.0", "0.0", "3", "1e39", "true", '"1.5"']),
+    ("double", 5, 0, ["1.5", "-0.0", "3", "1e308", "true", '"1.5"']),
+    ("decimal", 246, 0, [
+        '"0"', '"-0"', '"1.50"', '"00.5"', '"-00012.3400"', '"0.0000001"', '"12345678901234567890.123456789"',
+        '"1e5"', '"1E5"', '"1E+5"', '"1E-7"', '"1.5e-7"', '".5"', '"5."', '"+5"', '" 5"', '"5 "', '"1_0"',
+        '"NaN"', '"Infinity"', '"-Infinity"', '"sNaN"', '"\u0661\u0662"', '"\uff11"', '""', '"-"', "5", "1.5", "true",
+    ]),
+    ("date", 10, 0, ['"2024-02-29"', '"2023-02-29"', '"0000-00-00"', '"2024-00-15"', '"20240101"', '"2024-W01-1"']),
+    ("datetime", 12, 0, [
+        '"2024-01-02 03:04:05"', '"2024-01-02 03:04:05.123456"', '"2024-01-02T03:04:05"', '"0000-00-00 00:00:00"',
+        '"2024-01-02 24:00:00"', '"2024-01-02 03:04:05+05:00"', '"2024-01-02 03:04:05.1234567"',
+    ]),
+    ("timestamp", 7, 0, ['"2024-01-02 03:04:05.5"', '"0000-00-00 00:00:00"', '"2024-02-30 00:00:00"', '"x"']),
+    ("time", 11, 0, [
+        '"00:00:00"', '"01:02:03.456"', '"23:59:59.999999"', '"24:00:00"', '"838:59:59"', '"-01:02:03"',
+        '"00:75:00"', '"01:02:03."', '"01:02:03.1234567"', '"01:02:03.1+01"', '"01:02:03Z"', '"01:02"',
+        '"010203"', '"01:02:03,5"', '"\u0661\u0662:00:00"', '"1:02:03.45"', '"01:02:0x"', "5",
+    ]),
+    ("varbinary", 15, 65, [
+        '"plain"', '"\\\\x00\\\\xff"', '"\\\\xF7\\\\xaa-Q"', '"\\\\x4"', '"\\\\x4g"', '"\\\\\\\\x41"', '"a\\\\tb"',
+        '"\\\\u00e9"', '"\\\\101"', '"\\\\q"', '"x\\\\"', '"\\"x"', '"a\\nb"', '"\u00e9\\\\xe9"', "7",
+    ]),
+    ("blob", 252, 1, ['"aGk="', '"aGk"', '"/w=="', '"\u00e9"', '""', "7"]),
+    ("text", 252, 0, ['"aGk="', '"/w=="', '"aGk"', "7"]),
+    ("varchar", 15, 0, ['"x"', '""', "7", "true"]),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
+@pytest.mark.parametrize(
+    ("code", "flags", "values"), [c[1:] for c in FAST_PATH_VALUES], ids=[c[0] for c in FAST_PATH_VALUES]
+)
+def test_fast_path_reads_every_value_as_the_careful_path(code: int, flags: int, values: list[str], tz: str) -> None:
+    """A decoder compiles each row shape into straight-line code after its first row, and an update's
+    "p" takes the values of columns whose text is the same as in "u" from "u"; every row must still
+    decode exactly as a fresh decoder reads it, column by column."""
+
+    def column(raw: str) -> str:
+        return f'"id":{{"t":3,"f":11,"v":1}},"c":{{"t":{code},"f":{flags},"v":{raw}}}'
+
+    def outcome(decoder: Any, value: str) -> Any:
+        try:
+            (row,) = decoder.decode(message([GOOD_KEY], [value.encode()]))
+        except DecodeError as error:
+            return error.reason
+        return [(name, type(v), repr(v)) for image in (row.before, row.after) for name, v in (image or {}).items()]
+
+    warmed = CODEC.decoder(tz=tz)
+    warmed.decode(message([GOOD_KEY], [f'{{"u":{{{column("null")}}}}}'.encode()]))
+    for raw in values:
+        for other in ("null", values[0], raw):
+            for value in (
+                f'{{"u":{{{column(raw)}}}}}',
+                f'{{"d":{{{column(raw)}}}}}',
+                f'{{"u":{{{column(other)}}},"p":{{{column(raw)}}}}}',
+                f'{{"u":{{{column(raw)}}},"p":{{{column(other)}}}}}',
+            ):
+                assert outcome(warmed, value) == outcome(CODEC.decoder(tz=tz), value), value
+
+
+def test_decimal_exponents_are_refused_whatever_the_decimal_context() -> None:
+    # Decimal writes its exponent as "e" under capitals=0: that text must not pass for canonical.
+    decoder = CODEC.decoder()
+    decoder.decode(message([GOOD_KEY], [row_value('{"t":246,"f":0,"v":"1"}')]))
+    with decimal.localcontext(capitals=0), pytest.raises(DecodeError, match="expected a decimal string"):
+        decoder.decode(message([GOOD_KEY], [row_value('{"t":246,"f":0,"v":"1e+5"}')]))
+
+
+def test_legacy_rows_of_the_same_types_keep_their_own_handle_keys() -> None:
+    # Without "f", only "h" tells the key: rows with the same names and type codes differ in it.
+    values = [b'{"u":{"id":{"t":3,"h":true,"v":1}}}', b'{"u":{"id":{"t":3,"v":1}}}']
+    decoder = CODEC.decoder()
+    keys = [decoder.decode(message([GOOD_KEY], [value]))[0].key_columns for value in values * 2]
+    assert keys == [("id",), (), ("id",), ()]
+
+
+def test_an_update_shares_only_values_of_the_same_text() -> None:
+    value = (
+        b'{"u":{"id":{"t":3,"f":11,"v":1},"d":{"t":246,"f":0,"v":"1.50"},"b":{"t":15,"f":65,"v":"\\\\x01"}},'
+        b'"p":{"id":{"t":3,"f":11,"v":1},"d":{"t":246,"f":0,"v":"1.5"},"b":{"t":15,"f":65,"v":"\\\\x01"}}}'
+    )
+    decoder = CODEC.decoder()
+    for _ in range(3):  # the first row learns the shape, the next ones take the fast path
+        (row,) = decoder.decode(message([GOOD_KEY], [value]))
+        assert row.op is Op.UPDATE
+        assert str(row.after["d"]) == "1.50" and str(row.before["d"]) == "1.5"
+        assert row.after["b"] == row.before["b"] == b"\x01"
 
 
 # --- bad input ------------------------------------------------------------------------------------------

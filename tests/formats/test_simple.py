@@ -861,3 +861,112 @@ def test_rows_without_a_version_take_the_latest_schema(codec: Codec) -> None:
     row = RowChange(Op.INSERT, "simple", "user", None, {"id": 1, "createTime": None}, {}, commit_ts=21)
     events = decode_all(codec, encode(codec, [alter, row]))
     assert only(events[1]).schema_version == USER_V2
+
+
+# --- the decoder's fast paths agree with its careful readers -------------------------------------
+
+FAST_PATH_INPUTS: list[Any] = [
+    None, True, False, 0, 1, -1, 5, 2**63, 2**64, -(2**63) - 1, 1.5, float("nan"), [], {}, [1], "", " ", "x",
+    "0", "1", "-1", "+1", " 12 ", "1_000", "１２", "²", "3.25", "-0.0", "1e3", "NaN", "Infinity", "-inf", "inf",
+    "18446744073709551615", "18446744073709551616", "9223372036854775808", "-9223372036854775809",
+    "2024-01-15", "2024-00-15", "0000-00-00", "2024-02-30", "2024W011", "20240115", "2024-1-15", "２024-01-15",
+    "2024-01-15 08:00:00", "2024-01-15 08:00:00.5", "2024-01-15 08:00:00.123456", "2024-01-15 08:00:00.1234567",
+    "2024-01-15T08:00:00", "2024-01-15 08:00:00+01:00", "2024-01-15 08:00:00.12+01", "2024-01-15 08:00:00,5",
+    "0000-00-00 00:00:00", "2024-02-30 08:00:00", "2024-01-15 24:00:00", "2024-01-15 08:00:00.",
+    "08:00:00", "08:00:00.1", "08:00:00.123456789", "08:00:00.1234567890", "99:99:99", "-08:00:00", "100:00:00",
+    "8:00:00", "08:00:00.", "08:00:0a", "０8:00:00", "08:00:00 ", "+8:00:00", "08:00:00.1_2", "1_:00:00",
+    "08:+0:00", "08:00:00.-1", "AAEC/w==", "AAEC/w=", "AAEC /w==", "AAEC-w==", "é", "null", "5,3",
+    {"location": "UTC", "value": "2024-01-15 08:00:00.125"},
+    {"location": "Asia/Shanghai", "value": "2024-01-15 08:00:00"},
+    {"location": "Local", "value": "0000-00-00 00:00:00"},
+    {"location": "UTC", "value": "2024-01-15T08:00:00"},
+    {"location": "UTC", "value": "2024-01-15 08:00:00+01:00"},
+    {"location": "UTC", "value": 5},
+    {"location": 5, "value": "2024-01-15 08:00:00"},
+    {"location": ["UTC"], "value": "2024-01-15 08:00:00"},
+    {"value": "2024-01-15 08:00:00"},
+    {"location": "UTC"},
+    {"location": "Mars/Base", "value": "2024-01-15 08:00:00"},
+]  # fmt: skip
+FAST_PATH_TYPES = [
+    "bigint", "bigint unsigned", "tinyint", "int unsigned", "year", "bit(1)", "bit(64)", "float", "double",
+    "decimal(10,2)", "varchar(10)", "json", "binary(4)", "enum('a','b')", "enum", "set('a','b','c')", "set",
+    "date", "datetime(6)", "timestamp(3)", "time(3)", "enum('{v}','}','x''y','\\\\')",
+]  # fmt: skip
+
+
+def _outcome(read: Any, raw: Any) -> Any:
+    from cdclake.formats.simple.values import READ_ERRORS
+
+    try:
+        value = read(raw)
+    except READ_ERRORS:
+        return "fails"
+    return type(value), repr(value)
+
+
+@pytest.mark.parametrize("type_text", FAST_PATH_TYPES)
+def test_fast_readers_take_and_return_exactly_what_the_careful_readers_do(type_text: str) -> None:
+    """Every fast reader, and its inline form in a compiled image reader, against the careful reader:
+    the same value of the same type, or both fail."""
+    from cdclake.formats.simple.decoder import _compile_plan
+    from cdclake.formats.simple.values import Zones, json_fast_reader, json_inline, json_reader
+
+    mtype = MySQLType.parse(type_text)
+    zones = Zones(dt.timezone(dt.timedelta(hours=2)))
+    careful, fast = json_reader(mtype, zones), json_fast_reader(mtype, zones)
+    plan = _compile_plan(("c",), {"c": fast}, {"c": json_inline(mtype)})
+    for raw in FAST_PATH_INPUTS:
+        if raw is None:
+            continue
+        expected = _outcome(careful, raw)
+        assert _outcome(fast, raw) == expected, raw
+        assert _outcome(lambda r: plan({"c": r})["c"], raw) == expected, raw
+
+
+def _all_types_image() -> dict[str, Any]:
+    return {
+        "id": "18446744073709551615",
+        "ts": {"location": "Asia/Shanghai", "value": "2024-01-01 08:00:00.125"},
+        "blob": base64.b64encode(b"\x00\xff").decode(),
+        "text": "x",
+        "bits": "3",
+        "color": "2",
+        "tags": "5",
+        "price": "1.5",
+        "ratio": "0.5",
+    }
+
+
+def test_whole_images_in_any_column_order_read_alike() -> None:
+    """A whole image takes a reader compiled for its column order: every order (more than are
+    compiled) reads to the same values, in the image's own order."""
+    expected = _decode_json_row(_all_types_image()).after
+    assert expected is not None
+    names = list(_all_types_image())
+    for shift in range(len(names)):
+        for order in (names[shift:] + names[:shift], (names[shift:] + names[:shift])[::-1]):
+            data = {name: _all_types_image()[name] for name in order}
+            after = _decode_json_row(data).after
+            assert after == expected and list(after or ()) == order
+            assert all(type(after[k]) is type(expected[k]) for k in order) if after else False
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "reason"),
+    [
+        ("id", "x1", "data.id (bigint(20) unsigned): 'x1' does not fit"),
+        ("id", "-1", "data.id (bigint(20) unsigned): '-1' does not fit: -1 outside the range"),
+        ("text", 5, "data.text (text): 5 does not fit: expected a string, got int"),
+        ("price", "NaN", "data.price (decimal(65,30)): 'NaN' does not fit: not a finite decimal"),
+        ("bits", 1.5, "data.bits (bit(64)): 1.5 does not fit"),
+        ("blob", "AA=", "data.blob (blob): 'AA=' does not fit"),
+        ("ts", {"location": "UTC", "value": "2024-13-01 00:00:00"}, "data.ts (timestamp(3))"),
+    ],
+)
+def test_a_whole_image_that_does_not_fit_names_its_column_and_reason(column: str, value: Any, reason: str) -> None:
+    data = _all_types_image()
+    data[column] = value
+    with pytest.raises(DecodeError) as error:
+        _decode_json_row(data)
+    assert reason in error.value.reason

@@ -210,40 +210,42 @@ def _latin1_bytes(raw: Any) -> bytes:
 # types module's parsers, which know zero dates and say what is wrong.
 
 
-def _is_date_shape(text: str) -> bool:
-    return len(text) == 10 and text[4] == "-" and text[7] == "-"
+_date_from_iso = dt.date.fromisoformat
+_datetime_from_iso = dt.datetime.fromisoformat
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_TEXT = "1970-01-01T"
 
-
-def _is_datetime_shape(text: str) -> bool:
-    size = len(text)
-    return (
-        (size == 19 or (20 < size <= 26 and text[19] == "."))
-        and text[10] == " "
-        and text[4] == "-"
-        and text[7] == "-"
-        and text[13] == ":"
-        and text[16] == ":"
-    )
+# The shape checks are written out in each converter: they run once per value, and a call of a shape
+# function costs as much as the check itself.
 
 
 def _date(raw: Any) -> dt.date | ZeroTemporal:
-    if raw.__class__ is str and _is_date_shape(raw):
+    if raw.__class__ is str and len(raw) == 10 and raw[4] == "-" and raw[7] == "-":
         try:
-            return dt.date.fromisoformat(raw)
+            return _date_from_iso(raw)
         except ValueError:
             pass
     return _text_only(parse_date, raw)
 
 
 def _naive_datetime(raw: Any) -> dt.datetime | ZeroTemporal:
-    if raw.__class__ is str and _is_datetime_shape(raw):
-        try:
-            value = dt.datetime.fromisoformat(raw)
-        except ValueError:
-            pass
-        else:
-            if value.tzinfo is None:  # fromisoformat also reads a trailing UTC offset; TiDB writes none
-                return value
+    if raw.__class__ is str:
+        size = len(raw)
+        if (
+            (size == 19 or (20 < size <= 26 and raw[19] == "."))
+            and raw[10] == " "
+            and raw[4] == "-"
+            and raw[7] == "-"
+            and raw[13] == ":"
+            and raw[16] == ":"
+        ):
+            try:
+                value = _datetime_from_iso(raw)
+            except ValueError:
+                pass
+            else:
+                if value.tzinfo is None:  # fromisoformat also reads a trailing UTC offset; TiDB writes none
+                    return value
     return _text_only(parse_datetime, raw)
 
 
@@ -256,14 +258,25 @@ def _timestamp_converter(tz: dt.tzinfo) -> Converter:
     offset = tz.utcoffset(None)
     suffix = None if offset is None else _offset_text(offset)
 
+    utc = offset == _ZERO
+
     def convert(raw: Any) -> dt.datetime | ZeroTemporal:
-        if suffix is not None and raw.__class__ is str and _is_datetime_shape(raw):
-            try:
-                instant = dt.datetime.fromisoformat(raw + suffix)
-            except ValueError:
-                pass
-            else:
-                return instant if offset == _ZERO else instant.astimezone(dt.UTC)
+        if suffix is not None and raw.__class__ is str:
+            size = len(raw)
+            if (
+                (size == 19 or (20 < size <= 26 and raw[19] == "."))
+                and raw[10] == " "
+                and raw[4] == "-"
+                and raw[7] == "-"
+                and raw[13] == ":"
+                and raw[16] == ":"
+            ):
+                try:
+                    instant = _datetime_from_iso(raw + suffix)
+                except ValueError:
+                    pass
+                else:
+                    return instant if utc else instant.astimezone(dt.UTC)
         local = _naive_datetime(raw)
         if isinstance(local, ZeroTemporal):
             return local
@@ -289,6 +302,18 @@ def _text_only(parse: Callable[[str], _Value], raw: Any) -> _Value:
 
 
 def _time(raw: Any) -> dt.timedelta:
+    # HH:MM:SS[.f{1,6}] below 24 hours goes through the C parser, which agrees with parse_time there
+    # (fromisoformat also reads a "," before the fraction and a UTC offset: both fall through).
+    if raw.__class__ is str:
+        size = len(raw)
+        if (size == 8 or (10 <= size <= 15 and raw[8] == ".")) and raw[2] == ":" and raw[5] == ":":
+            try:
+                clock = _datetime_from_iso(_EPOCH_TEXT + raw)
+            except ValueError:
+                pass
+            else:
+                if clock.tzinfo is None:
+                    return clock - _EPOCH  # a timedelta, without reading the clock's fields one by one
     return _text_only(parse_time, raw)
 
 
@@ -311,6 +336,8 @@ def _converter(mtype: MySQLType, tz: dt.tzinfo) -> Converter:
     family = mtype.family
     if family is Family.INTEGER:
         return _integer_converter(mtype)
+    if (family is Family.ENUM or family is Family.SET) and mtype.elements is None:
+        return _year  # enum_value and set_value return a bare type's index or bitmask as it is
     if family is Family.ENUM:
         return _enum_converter(mtype)
     if family is Family.SET:
@@ -334,6 +361,10 @@ def _converter(mtype: MySQLType, tz: dt.tzinfo) -> Converter:
         Family.TIME: _time,
     }
     return simple[family]
+
+
+# What _Columns.fast calls instead of a converter (see there); None passes a JSON string through.
+_FAST: dict[Converter, Any] = {_text: None, _json_text: None, _double: float}
 
 
 # The type a column without mysqlType gets from the JSON values it holds (documented in canal-json.md).
@@ -376,7 +407,11 @@ def _documents(value: bytes) -> list[Any]:
     try:
         return [orjson.loads(value)]
     except orjson.JSONDecodeError:
-        pass
+        return _documents_by_stdlib(value)
+
+
+def _documents_by_stdlib(value: bytes) -> list[Any]:
+    """The JSON messages of a value orjson refused (see :func:`_documents`)."""
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -404,6 +439,9 @@ def _documents(value: bytes) -> list[Any]:
     return documents
 
 
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -429,9 +467,18 @@ class _Columns:
 
     types: Mapping[str, MySQLType]
     converters: dict[str, Converter]
+    # The converters the fast path of _images calls: None where a JSON string is the value as it is
+    # (text columns), a builtin where it does all the converter does. Anything they raise sends the
+    # row through the converters above, which say what is wrong.
+    fast: dict[str, Any]
 
 
-_NO_COLUMNS = _Columns(MappingProxyType({}), {})
+def _columns_of(types: dict[str, MySQLType], converters: dict[str, Converter]) -> _Columns:
+    fast = {name: _FAST.get(convert, convert) for name, convert in converters.items()}
+    return _Columns(MappingProxyType(types), converters, fast)
+
+
+_NO_COLUMNS = _columns_of({}, {})
 # Distinct mysqlType maps (and type texts) kept per decoder; a stream has one per table and schema
 # version. A full cache is emptied, so that no input can make it grow without end.
 _COLUMNS_CACHE_SIZE = 4096
@@ -443,26 +490,38 @@ class CanalJsonDecoder:
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self._decompress = decompressor(options["large-message-handle-compression"])
+        self._compressed = options["large-message-handle-compression"] != "none"
         self._tz = zone(options["tz"])
         self._type_of_text: dict[str, tuple[MySQLType, Converter]] = {}
         # Keyed by the map's names and types: two flat tuples hash faster than one of pairs.
         self._columns_of_types: dict[tuple[tuple[str, ...], tuple[Any, ...]], _Columns] = {}
+        # Per table name: its last mysqlType map and what it says. A stream repeats a table's map
+        # message after message, and comparing two dicts is cheaper than hashing a key of them.
+        self._last_columns: dict[str, tuple[dict[str, Any], _Columns]] = {}
+        # Per table name: its last pkNames array and the tuple of it.
+        self._last_keys: dict[str, tuple[list[Any], tuple[str, ...]]] = {}
 
     def flush(self) -> list[Event]:
         """Nothing is held between messages of this format."""
         return []
 
     def decode(self, message: RawMessage) -> list[Event]:
-        origin = message.origin
-        if not message.value:
+        value = message.value
+        if not value:
             return []  # a tombstone or empty value holds no event (Flink and SeaTunnel read none)
+        origin = message.origin
         try:
-            try:
-                value = self._decompress(message.value)
-            except Exception as exc:  # cramjam and lz4 raise their own error types, not ValueError
-                raise _Invalid(f"cannot decompress the value: {exc}") from exc
+            if self._compressed:
+                try:
+                    value = self._decompress(value)
+                except Exception as exc:  # cramjam and lz4 raise their own error types, not ValueError
+                    raise _Invalid(f"cannot decompress the value: {exc}") from exc
             events: list[Event] = []
-            for document in _documents(value):
+            try:
+                documents = [_loads(value)]
+            except _JSONDecodeError:
+                documents = _documents_by_stdlib(value)
+            for document in documents:
                 self._decode_message(document, origin, events)
             return events
         except _Invalid as exc:
@@ -501,39 +560,81 @@ class CanalJsonDecoder:
             raise _Invalid(f'"old" of an UPDATE must be an array of rows, got {_json_kind(old)}')
         if old is not None and len(old) > len(data):
             raise _Invalid(f'"old" has {len(old)} rows for the {len(data)} of "data"')
-        columns = self._columns(message.get("mysqlType"))
+        table = message.get("table")
+        mysql_types = message.get("mysqlType")
+        columns = self._table_columns(table, mysql_types)
         try:
-            images = _images(op, data, old, columns.converters)
+            images = _images(op, data, old, columns)
         except _Untyped:
             columns = self._with_inferred_types(columns, data, old)
-            images = _images(op, data, old, columns.converters)
+            images = _images(op, data, old, columns)
 
-        database, table = _name(message, "database"), _name(message, "table")
-        key_columns = _key_columns(message.get("pkNames"))
-        tidb = _tidb(message)
-        commit_ts = _tso(tidb, "commitTs") if tidb is not None else None
+        database = message.get("database")
+        if database.__class__ is not str:
+            database = _name(message, "database")
+        if table.__class__ is not str:
+            table = _name(message, "table")
+
+        pk_names = message.get("pkNames")
+        last_keys = self._last_keys.get(table)
+        if last_keys is not None and last_keys[0] == pk_names and pk_names.__class__ is list:
+            key_columns = last_keys[1]
+        else:
+            key_columns = _key_columns(pk_names)
+            if pk_names.__class__ is list:
+                if len(self._last_keys) >= _COLUMNS_CACHE_SIZE:
+                    self._last_keys.clear()
+                self._last_keys[table] = (pk_names, key_columns)
+        tidb = message.get("_tidb")
+        large = None
         meta = {field: value for field, value in message.items() if field not in _STRUCTURAL}
+        if tidb is None:
+            commit_ts = None
+        else:
+            if tidb.__class__ is not dict:
+                _tidb(message)  # raises
+            commit_ts = tidb.get("commitTs")
+            if not (commit_ts.__class__ is int and 0 <= commit_ts <= _U64_MAX):
+                commit_ts = _tso(tidb, "commitTs")
+            if len(tidb) != 1 or commit_ts is None:  # more than the commit ts alone
+                large = _large_message(tidb)
+                if "rowkey" in tidb:
+                    meta["rowkey"] = tidb["rowkey"]
         if message["type"] == _SNAPSHOT_TYPE:
             meta["type"] = _SNAPSHOT_TYPE
-        large = None
-        if tidb is not None:
-            large = _large_message(tidb)
-            if "rowkey" in tidb:
-                meta["rowkey"] = tidb["rowkey"]
+        types = columns.types
+        append = events.append
         for before, after in images:
+            index = len(events)
             change = RowChange(
                 op,
                 database,
                 table,
                 before,
                 after,
-                columns.types,
+                types,
                 key_columns,
                 commit_ts,
-                origin=_origin_at(origin, len(events)),
-                meta=meta,
+                None,
+                None,
+                origin.at(index) if index else origin,
+                meta,
             )
-            events.append(change if large is None else LargeMessageRef(large[0], change, large[1]))
+            append(change if large is None else LargeMessageRef(large[0], change, large[1]))
+
+    def _table_columns(self, table: Any, mysql_types: Any) -> _Columns:
+        """:meth:`_columns`, through the table's last map when this one equals it."""
+        if table.__class__ is not str:  # not a name (refused later): no cache
+            return self._columns(mysql_types)
+        last = self._last_columns.get(table)
+        if last is not None and last[0] == mysql_types and mysql_types.__class__ is dict:
+            return last[1]
+        columns = self._columns(mysql_types)
+        if mysql_types.__class__ is dict:
+            if len(self._last_columns) >= _COLUMNS_CACHE_SIZE:
+                self._last_columns.clear()
+            self._last_columns[table] = (mysql_types, columns)
+        return columns
 
     def _columns(self, mysql_types: Any) -> _Columns:
         if mysql_types is None:
@@ -549,7 +650,7 @@ class CanalJsonDecoder:
         converters: dict[str, Converter] = {}
         for name, text in mysql_types.items():
             types[name], converters[name] = self._type(name, text)
-        columns = _Columns(MappingProxyType(types), converters)
+        columns = _columns_of(types, converters)
         if len(self._columns_of_types) >= _COLUMNS_CACHE_SIZE:
             self._columns_of_types.clear()
         self._columns_of_types[key] = columns
@@ -579,7 +680,7 @@ class CanalJsonDecoder:
         for name, found in values.items():
             types[name] = _inferred_type(name, found)
             converters[name] = _converter(types[name], self._tz)
-        return _Columns(MappingProxyType(types), converters)
+        return _columns_of(types, converters)
 
     def _ddl(self, message: dict[str, Any], canal_type: str, origin: Origin) -> Ddl:
         sql = message.get("sql")
@@ -612,12 +713,27 @@ def _origin_at(origin: Origin, index: int) -> Origin:
 
 
 def _images(
-    op: Op, data: list[Any], old: list[Any] | None, converters: dict[str, Converter]
+    op: Op, data: list[Any], old: list[Any] | None, columns: _Columns
 ) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
     """(before, after) of each row of ``data``."""
+    converters, fast = columns.converters, columns.fast
     images: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
     for index, row in enumerate(data):
-        image = _convert_row(row, converters, index)
+        try:
+            image = (
+                {
+                    name: raw
+                    if raw is None or ((convert := fast[name]) is None and raw.__class__ is str)
+                    else convert(raw)
+                    for name, raw in row.items()
+                }
+                if row.__class__ is dict
+                else None
+            )
+        except Exception:  # whatever it is, the careful conversion below says which column and why
+            image = None
+        if image is None:
+            image = _convert_row(row, converters, index)
         if op is Op.INSERT:
             images.append((None, image))
         elif op is Op.DELETE:
@@ -652,6 +768,25 @@ def _before_image(
         return dict(image)
     if old_row.__class__ is not dict:
         raise _Invalid(f"old[{index}] must be an object of column values, got {_json_kind(old_row)}")
+    try:
+        # The loop below, as one comprehension; whatever it raises (a column missing from data too),
+        # the loop says which column and why, or reads the row as it does.
+        before = {
+            name: None
+            if raw is None
+            else image[name]
+            if raw.__class__ is str and raw == row[name]
+            else converters[name](raw)
+            for name, raw in old_row.items()
+        }
+    except Exception:
+        before = _before_image_carefully(old_row, row, image, converters, index)
+    return before if before.keys() == image.keys() else {**image, **before}
+
+
+def _before_image_carefully(
+    old_row: dict[str, Any], row: dict[str, Any], image: dict[str, Any], converters: dict[str, Converter], index: int
+) -> dict[str, Any]:
     before: dict[str, Any] = {}
     name = ""
     try:
@@ -664,7 +799,7 @@ def _before_image(
                 before[name] = converters[name](raw)
     except (KeyError, *_CONVERSION_ERRORS) as exc:
         raise _row_error(exc, converters, "old", index, name) from exc
-    return before if before.keys() == image.keys() else {**image, **before}
+    return before
 
 
 _CONVERSION_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError)

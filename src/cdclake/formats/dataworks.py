@@ -184,6 +184,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"expected JSON, got the non-standard number {name}")
 
 
+# Takes None as well, and raises (a tombstone goes to the careful path, which says what it is).
+_loads: Callable[[Any], Any] = orjson.loads
+
+
 def _loads_exactly(value: bytes) -> Any:
     """The stdlib reads every integer exactly (orjson rounds those past 64 bits to a float)."""
     return json.loads(value, parse_constant=_reject_constant)
@@ -193,6 +197,27 @@ def _loads_exactly(value: bytes) -> Any:
 
 
 _NONE = type(None)
+
+
+class _Unusual(Exception):
+    """A message the fast path does not take: the careful path reads it."""
+
+
+_a2b_base64 = binascii.a2b_base64
+
+
+def _a2b_strict(raw: str) -> bytes:
+    """binascii's strict base64 (a partial with a keyword argument costs twice the call)."""
+    return _a2b_base64(raw, strict_mode=True)
+
+
+# Readers by (DataWorks type, JSON value type) where a builtin gives what the careful reader gives, and
+# raises where it raises (a BYTES text outside base64 or ASCII; a DOUBLE integer past the float range).
+_FAST_READERS: Mapping[tuple[str, type], Callable[[Any], Any]] = {
+    (BYTES, str): _a2b_strict,
+    (BOOLEAN, bool): int,
+    (DOUBLE, int): float,
+}
 # The kinds whose JSON value is already the decoded value, and its Python type.
 _PASSED_AS_IS: Mapping[str, type] = {STRING: str, LONG: int, DOUBLE: float}
 # For one pattern of an image's JSON value types: the values to read, and the DOUBLEs that came as text.
@@ -204,7 +229,7 @@ class _Table:
     type and MySQL type, and which values of an image need converting, remembered per pattern of JSON
     value types (an image's values are mostly already what they decode to)."""
 
-    __slots__ = ("key_columns", "kinds", "order", "primary_key", "raw", "steps", "types")
+    __slots__ = ("key_columns", "kinds", "order", "plans", "primary_key", "raw", "steps", "types")
     _MAX_PATTERNS = 64  # value patterns remembered per table; NULLs in many columns make many
 
     def __init__(self, raw: Any, primary_key: Any) -> None:
@@ -231,6 +256,46 @@ class _Table:
         self.order = tuple(kinds)
         self.types: Mapping[str, MySQLType] = MappingProxyType({n: MYSQL_TYPE_OF[k] for n, k in kinds.items()})
         self.steps: dict[tuple[type, ...], _Steps] = {}
+        self.plans: dict[tuple[type, ...], _Steps] = {}
+
+    def fast_image(self, container: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """:meth:`read_image` for the usual image: ``{"dataColumn": {...}}`` with the schema's columns in
+        its order. Raises :class:`_Unusual` for anything else, and may raise anything on a bad value: the
+        careful path then reads the message again."""
+        if type(container) is not dict or len(container) != 1:
+            raise _Unusual
+        data = container.get("dataColumn")
+        if type(data) is not dict:
+            raise _Unusual
+        names = tuple(data)
+        if names != self.order:
+            raise _Unusual
+        # The same names, as orjson's key cache gives them: the next comparison is by identity.
+        self.order = names
+        value_types = tuple(map(type, data.values()))
+        plan = self.plans.get(value_types)
+        if plan is None:
+            plan = self._plan(value_types)
+            if len(self.plans) < self._MAX_PATTERNS:
+                self.plans[value_types] = plan
+        reads, text_names = plan
+        texts = {name: data[name] for name in text_names} if text_names else None
+        for name, read in reads:
+            data[name] = read(data[name])
+        return data, texts
+
+    def _plan(self, value_types: tuple[type, ...]) -> _Steps:
+        """The fast readers of :meth:`fast_image` for one pattern of JSON value types: builtins where they
+        take exactly the values the careful reader does (their errors send the message to the careful path)."""
+        reads, text_names = [], []
+        kinds = self.kinds
+        for name, value_type in zip(self.order, value_types, strict=True):
+            kind = kinds[name]
+            if value_type is not _NONE and value_type is not _PASSED_AS_IS.get(kind):
+                reads.append((name, _FAST_READERS.get((kind, value_type)) or _READERS[kind]))
+                if kind == DOUBLE and value_type is str:
+                    text_names.append(name)
+        return tuple(reads), tuple(text_names)
 
     def read_image(self, container: Any, readers: _Readers, where: str) -> tuple[dict[str, Any], Any]:
         """An image's values (in the message's own dict), and the DOUBLEs that came as text (or None)."""
@@ -347,7 +412,20 @@ class DataWorksDecoder:
         self._tables: dict[tuple[str, str], _Table] = {}
 
     def decode(self, message: RawMessage) -> list[Event]:
-        event = self._read_message(message)
+        row: RowChange | None
+        try:
+            row = self._fast_row(_loads(message.value), message.origin)
+        except Exception:  # the careful path below says what is wrong
+            row = None
+        if row is None or self._held is not None:
+            return self._paired(self._read_message(message) if row is None else row)
+        if row.op is Op.UPDATE and row.after is None:
+            self._held = row
+            return []
+        return [row]
+
+    def _paired(self, event: Event) -> list[Event]:
+        """The events out of ``event`` and the held half, if any."""
         held, self._held = self._held, None
         if isinstance(event, RowChange) and event.op is Op.UPDATE and event.after is None:
             self._held = event
@@ -362,6 +440,94 @@ class DataWorksDecoder:
         """The held before half of an update, if any, as an unpaired update: call at the end of input."""
         held, self._held = self._held, None
         return [] if held is None else [held]
+
+    def _fast_row(self, document: Any, origin: Origin | None) -> RowChange:
+        """A row message of the usual shape, as :meth:`_read` reads it. Raises on anything else (another
+        op, a field out of place, a bad value), and the message is read again on the careful path."""
+        payload = document["payload"]
+        schema = document["schema"]
+        if type(payload) is not dict or type(schema) is not dict:
+            raise _Unusual
+        # Six payload fields, three schema and three message fields, each read below by name: exactly
+        # the usual ones (a missing one raises KeyError, and the careful path reads the message).
+        usual_fields = len(payload) == 6 and len(schema) == 3 and len(document) == 3
+        if usual_fields:
+            op = payload["op"]
+            sequence_id = payload["sequenceId"]
+            timestamp = payload["timestamp"]
+            ddl = payload["ddl"]
+            before = payload["before"]
+            after = payload["after"]
+            columns = schema["dataColumn"]
+            primary_key = schema["primaryKey"]
+            source = schema["source"]
+        else:
+            op = payload["op"]
+            sequence_id = payload.get("sequenceId")
+            timestamp = payload.get("timestamp")
+            ddl = payload.get("ddl")
+            before = payload.get("before")
+            after = payload.get("after")
+            columns = schema.get("dataColumn")
+            primary_key = schema.get("primaryKey")
+            source = schema["source"]
+        row_op = _ROW_OPS[op]
+        if (
+            not (sequence_id is None or type(sequence_id) is str)
+            or not (timestamp is None or type(timestamp) is dict)
+            or type(source) is not dict
+            or ddl is not None
+        ):
+            raise _Unusual
+        database = source.get("dbName")
+        table = source.get("tableName")
+        if type(database) is not str or type(table) is not str:
+            raise _Unusual
+        if op == "INSERT":
+            if after is None or before is not None:
+                raise _Unusual
+        elif op == "UPDATE_AFTER":
+            if after is None:
+                raise _Unusual
+        elif before is None or after is not None:
+            raise _Unusual
+        table_schema = self._tables.get((database, table))
+        if table_schema is None or table_schema.raw != columns or table_schema.primary_key != primary_key:
+            table_schema = self._table(schema, database, table)
+        if usual_fields:
+            meta = {
+                "op": op,
+                "sequenceId": sequence_id,
+                "timestamp": timestamp,
+                "source": source,
+                "dataColumn": columns,
+                "primaryKey": primary_key,
+                "version": document["version"],
+            }
+        else:
+            meta = _meta(document, schema, payload)
+        if before is not None:
+            before, before_text = table_schema.fast_image(before)
+        else:
+            before_text = None
+        if after is not None:
+            after, after_text = table_schema.fast_image(after)
+            if after_text or before_text:
+                meta["doubleText"] = (
+                    {"before": before_text, "after": after_text} if before_text and after_text
+                    else {"after": after_text} if after_text else {"before": before_text}
+                )
+            if before is None and op != "INSERT":
+                meta["unpaired"] = True
+        else:
+            if before_text:
+                meta["doubleText"] = {"before": before_text}
+            if op != "DELETE":
+                meta["unpaired"] = True
+        return RowChange(
+            row_op, database, table, before, after, table_schema.types, table_schema.key_columns,
+            None, None, None, origin, meta,
+        )
 
     def _read_message(self, message: RawMessage) -> Event:
         origin = message.origin
@@ -487,32 +653,35 @@ def _completes(before_half: RowChange, event: RowChange) -> bool:
 
 
 def _joined(before_half: RowChange, after_half: RowChange) -> RowChange:
-    meta = dict(after_half.meta)
+    """The update of a before and an after half. Made of ``after_half`` itself, which this decoder has just
+    built and which no caller has seen: it becomes the joined update."""
+    before_meta = before_half.meta
+    meta: dict[str, Any] = after_half.meta  # type: ignore[assignment]  # a dict: the decoder built it
     del meta["unpaired"]
-    meta["updateBefore"] = update_before = {}
-    for name in _PAYLOAD_META:
-        if name in before_half.meta:
-            update_before[name] = before_half.meta[name]
-    texts = {**before_half.meta.get("doubleText", {}), **after_half.meta.get("doubleText", {})}
-    if texts:
-        meta["doubleText"] = texts
-    before_fields = before_half.meta.get("unknownFields", {}).get("payload.before")
-    if before_fields:
-        meta["unknownFields"] = {**meta.get("unknownFields", {}), "payload.before": before_fields}
+    # The names of _PAYLOAD_META, written out (op is always there).
+    update_before = {"op": before_meta["op"]}
+    if "sequenceId" in before_meta:
+        update_before["sequenceId"] = before_meta["sequenceId"]
+    if "scn" in before_meta:
+        update_before["scn"] = before_meta["scn"]
+    if "timestamp" in before_meta:
+        update_before["timestamp"] = before_meta["timestamp"]
+    if "unknownFields" in before_meta:
+        update_before["unknownFields"] = before_meta["unknownFields"]
+    meta["updateBefore"] = update_before
+    if "doubleText" in before_meta or "doubleText" in meta:
+        texts = {**before_meta.get("doubleText", {}), **meta.get("doubleText", {})}
+        if texts:
+            meta["doubleText"] = texts
+    if "unknownFields" in before_meta:
+        before_fields = before_meta["unknownFields"].get("payload.before")
+        if before_fields:
+            meta["unknownFields"] = {**meta.get("unknownFields", {}), "payload.before": before_fields}
     types = after_half.types
     if before_half.types is not types:
-        types = MappingProxyType({**before_half.types, **types})
-    return RowChange(
-        Op.UPDATE,
-        after_half.database,
-        after_half.table,
-        before_half.before,
-        after_half.after,
-        types,
-        after_half.key_columns,
-        origin=after_half.origin,
-        meta=meta,
-    )
+        after_half.types = MappingProxyType({**before_half.types, **types})
+    after_half.before = before_half.before
+    return after_half
 
 
 # --- encoding values --------------------------------------------------------------------------------

@@ -344,21 +344,22 @@ def _split_batch(key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
 
 def _frames(data: bytes, offset: int, part: str) -> list[bytes]:
     frames: list[bytes] = []
+    append, unpack = frames.append, _U64.unpack_from
     end = len(data)
     while offset < end:
         if end - offset < 8:
             raise _Invalid(
                 f"{part} frame {len(frames)}: length prefix at byte {offset} cut short ({end - offset} of 8 bytes)"
             )
-        (length,) = _U64.unpack_from(data, offset)
-        offset += 8
-        if length > end - offset:
+        (length,) = unpack(data, offset)
+        start = offset + 8
+        offset = start + length
+        if offset > end:
             raise _Invalid(
-                f"{part} frame {len(frames)}: length {length} at byte {offset - 8} runs past the end "
-                f"({end - offset} bytes left)"
+                f"{part} frame {len(frames)}: length {length} at byte {start - 8} runs past the end "
+                f"({end - start} bytes left)"
             )
-        frames.append(data[offset : offset + length])
-        offset += length
+        append(data[start:offset])
     return frames
 
 
@@ -376,8 +377,6 @@ class _ColumnDecoding:
     mysql_type: MySQLType | None
     convert: Callable[[Any], Any]
     is_key: bool
-    # The Python type a JSON value of this column already has when it needs no conversion (text).
-    final_type: type | None
 
 
 def _describe(value: Any) -> str:
@@ -589,12 +588,19 @@ class _Shape:
 
     codes: tuple[int, ...]
     flags: tuple[int | None, ...]  # as sent: None where a column had no "f" (written before flags existed)
-    converters: tuple[Callable[[Any], Any], ...]
-    final_types: tuple[type | None, ...]
     types: dict[str, MySQLType]
     type_codes: dict[str, int]
     column_flags: dict[str, int]
     key_columns: tuple[str, ...]
+    # The values of an image that fits this shape, else None (see _compile_shape); None where no image
+    # can take the fast path (a column without "f").
+    values: Callable[[dict[str, Any]], dict[str, Any] | None] | None
+    # The same for the old image "p" of an update whose "u" has this shape and the same column names,
+    # given "u" and its values: a column whose text is the same in both takes the value from "u".
+    old_values: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any] | None] | None
+    names: tuple[str, ...]
+    # The meta of a row of this shape whose key has no extra fields; shared, never changed.
+    meta: dict[str, Any]
 
 
 class OpenDecoder:
@@ -618,10 +624,11 @@ class OpenDecoder:
         except _Invalid as exc:
             raise DecodeError(FORMAT, exc.reason, origin) from None
         events: list[Event] = []
+        append, event, at = events.append, self._event, Origin.at
         for index, (key, value) in enumerate(frames):
-            where = origin.at(index)
+            where = at(origin, index)
             try:
-                events.append(self._event(key, value, where))
+                append(event(key, value, where))
             except _Invalid as exc:
                 raise DecodeError(FORMAT, f"event {index}: {exc.reason}", where) from None
             except (LookupError, TypeError, ValueError, ArithmeticError) as exc:
@@ -696,11 +703,16 @@ class OpenDecoder:
         else:
             op = Op.UPDATE
             shape, after = self._image(new, "u")
-            before = self._old_image(old, shape, after)
-        meta: dict[str, Any] = {"type_codes": shape.type_codes, "flags": shape.column_flags}
+            before = None
+            if shape.old_values is not None and type(old) is dict and tuple(old) == shape.names:
+                before = shape.old_values(old, new, after)
+            if before is None:
+                before = self._old_image(old, shape, after)
+        meta = shape.meta
         # Beyond ts, scm, tbl and t a key has fields only for partitioned tables and large messages.
         extended = len(key) > 4
         if extended:
+            meta = dict(meta)
             for field in ("ptn", "rid"):
                 if field in key:
                     meta[field] = _field(key, field, int, "key")
@@ -736,18 +748,23 @@ class OpenDecoder:
         if type(image) is not dict or not (image or allow_empty):
             raise _Invalid(f'row image "{name}" must be a non-empty JSON object, got {_describe(image)}')
         names = tuple(image)
-        shape = self._shapes.get(names)
-        if shape is not None:
-            values = _values_in_shape(image, shape)
+        known = self._shapes.get(names)
+        if known is not None and known.values is not None:
+            values = known.values(image)
             if values is not None:
-                return shape, values
-        # A new shape, or a column that does not fit the cached one: decode column by column.
+                return known, values
+        # A new shape, or a column that does not fit the cached one (or a value the fast path leaves to
+        # the careful converters, a zero date): decode column by column.
         shape, values = self._learn_shape(image, name)
+        if known is not None and known.values is not None and (known.codes, known.flags) == (shape.codes, shape.flags):
+            # The same shape (with "f" on every column, codes and flags decide types and keys): keep it
+            # and its compiled fast path.
+            return known, values
         self._shapes[names] = shape
         return shape, values
 
     def _learn_shape(self, image: dict[str, Any], name: str) -> tuple[_Shape, dict[str, Any]]:
-        codes, sent_flags, all_flags, converters, final_types, values = [], [], [], [], [], {}
+        codes, sent_flags, all_flags, decodings, values = [], [], [], [], {}
         types: dict[str, MySQLType] = {}
         key_columns = []
         for column_name, column in image.items():
@@ -769,21 +786,23 @@ class OpenDecoder:
             codes.append(code)
             sent_flags.append(column.get("f"))
             all_flags.append(flags)
-            converters.append(decoding.convert)
-            final_types.append(decoding.final_type)
+            decodings.append(decoding)
             if decoding.mysql_type is not None:
                 types[column_name] = decoding.mysql_type
             if decoding.is_key or legacy_key:
                 key_columns.append(column_name)
+        type_codes = dict(zip(image, codes, strict=True))
+        column_flags = dict(zip(image, all_flags, strict=True))
         shape = _Shape(
             tuple(codes),
             tuple(sent_flags),
-            tuple(converters),
-            tuple(final_types),
             types,
-            dict(zip(image, codes, strict=True)),
-            dict(zip(image, all_flags, strict=True)),
+            type_codes,
+            column_flags,
             tuple(key_columns),
+            *_compile_shape(tuple(image), codes, sent_flags, decodings, self._tz),
+            tuple(image),
+            {"type_codes": type_codes, "flags": column_flags},
         )
         return shape, values
 
@@ -792,31 +811,197 @@ class OpenDecoder:
             raise _Invalid(f"flags must be a uint64, got {flags}")
         mysql_type = _type_of(code, flags)
         convert = _converter(mysql_type, code, self._tz)
-        final_type = str if convert is _text else None
-        decoding = _ColumnDecoding(mysql_type, convert, bool(flags & _KEY_FLAGS), final_type)
+        decoding = _ColumnDecoding(mysql_type, convert, bool(flags & _KEY_FLAGS))
         self._columns[(code, flags)] = decoding
         return decoding
 
 
-def _values_in_shape(image: dict[str, Any], shape: _Shape) -> dict[str, Any] | None:
-    """The values of an image whose column names match ``shape``'s, or None where a column does not fit
-    it (another type code or flags, a legacy column without "f", a malformed column or value): the
-    caller then decodes column by column and says what is wrong."""
-    values = {}
-    try:
-        for (name, column), code, flags, convert, final_type in zip(
-            image.items(), shape.codes, shape.flags, shape.converters, shape.final_types, strict=False
-        ):  # equal lengths: the shape was found by these column names
-            # Identity, not equality: orjson returns CPython's shared small ints, which type codes and
-            # common flags are, and a JSON true must not pass for the 1 it equals. Anything else, an
-            # uncommon large flag included, takes the exact path.
-            if column["t"] is not code or column["f"] is not flags:
-                return None
-            raw = column["v"]
-            values[name] = raw if raw is None or type(raw) is final_type else convert(raw)
-    except (KeyError, TypeError, _Invalid):
-        return None
-    return values
+def _compile_shape(
+    names: tuple[str, ...],
+    codes: list[int],
+    flags: list[int | None],
+    decodings: list[_ColumnDecoding],
+    tz: dt.tzinfo,
+) -> tuple[Callable[[dict[str, Any]], dict[str, Any] | None] | None, Any]:
+    """A function from an image with these column names to its values, or to None where a column does
+    not fit the shape (another type code or flags, a malformed column or value) or a value needs the
+    careful converters (a zero date): the caller then decodes column by column, which says what is
+    wrong. Generated once per shape as straight-line code, so that no loop, tuple unpacking or
+    converter call is paid per column where a type check does.
+
+    Every value it returns is the one the column's converter returns: the inline checks are the
+    converters' own fast paths, and anything they do not accept returns None.
+
+    The second function is the shape's ``old_values`` (see _Shape); both are None where no image can
+    take the fast path.
+    """
+    if any(flag is None for flag in flags):  # a legacy column without "f": the careful path decodes
+        return None, None
+    namespace: dict[str, Any] = {
+        "_Invalid": _Invalid,
+        "Decimal": Decimal,
+        "DECIMAL": _DECIMAL_RE.fullmatch,
+        "DATE": _ISO_DATE.fullmatch,
+        "DATETIME": _ISO_DATETIME.fullmatch,
+        "DURATION": _DURATION.fullmatch,
+        "date_iso": dt.date.fromisoformat,
+        "datetime_iso": dt.datetime.fromisoformat,
+        "DAY_ONE": dt.datetime(1, 1, 1),
+        "to_float32": to_float32,
+        "a2b_base64": binascii.a2b_base64,
+        "unicode_escape": _UNICODE_ESCAPE,
+        "QUOTE": '"',
+        "NEWLINE": "\n",
+        "BACKSLASH": "\\",
+        "HEX_ESCAPE": "\\x",
+    }
+    checks, lines, old_lines = [], [], []
+    for i, (code, flag, decoding) in enumerate(zip(codes, flags, decodings, strict=True)):
+        # Identity, not equality: orjson returns CPython's shared small ints, which type codes and
+        # common flags are, and a JSON true must not pass for the 1 it equals. Anything else, an
+        # uncommon large flag included, takes the careful path.
+        namespace[f"T{i}"], namespace[f"F{i}"] = code, flag
+        checks.append(f'c{i}["t"] is not T{i} or c{i}["f"] is not F{i}')
+        conversion = _inline_conversion(i, decoding, tz, namespace)
+        lines += [f'v{i} = c{i}["v"]', *conversion]
+        if _reusable(decoding):
+            # Equal text converts to an equal value (the converters are pure), and to the same type:
+            # only strings are compared, so that no JSON true passes for a 1 or 0.0 for a -0.0.
+            old_lines += [
+                f'v{i} = c{i}["v"]',
+                f'if type(v{i}) is str and v{i} == n{i}["v"]:',
+                f"    v{i} = new_values[{names[i]!r}]",
+                "else:",
+                *(f"    {line}" for line in conversion),
+            ]
+        else:
+            old_lines += [f'v{i} = c{i}["v"]', *conversion]
+    columns = "".join(f"c{i}, " for i in range(len(names)))
+    check = [f"        if {' or '.join(checks)}:", "            return None"]
+    catch = ["    except (KeyError, TypeError, ValueError, ArithmeticError, _Invalid):", "        return None"]
+    result = "    return {" + ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names)) + "}"
+    body = [
+        "def values(image):",
+        "    try:",
+        f"        {columns}= image.values()",
+        *check,
+        *(f"        {line}" for line in lines),
+        *catch,
+        result,
+        "def old_values(image, new, new_values):",
+        "    try:",
+        f"        {columns}= image.values()",
+        f"        {columns.replace('c', 'n')}= new.values()",
+        *check,
+        *(f"        {line}" for line in old_lines),
+        *catch,
+        result,
+    ]
+    # The text is ours: column names appear in it only as repr literals.
+    exec(compile("\n".join(body), f"<open protocol shape {names[:3]}...>", "exec"), namespace)
+    return namespace["values"], namespace["old_values"]
+
+
+# Families whose JSON values are numbers, or strings passed on as they are: checked, not converted.
+_CHECKED_FAMILIES = frozenset(
+    (Family.INTEGER, Family.BIT, Family.YEAR, Family.ENUM, Family.SET, Family.FLOAT, Family.DOUBLE)
+)
+
+
+def _reusable(decoding: _ColumnDecoding) -> bool:
+    """Whether "p" takes a column's value from "u" where the text is the same: where converting costs."""
+    mysql_type = decoding.mysql_type
+    return mysql_type is not None and mysql_type.family not in _CHECKED_FAMILIES and decoding.convert is not _text
+
+
+def _inline_conversion(i: int, decoding: _ColumnDecoding, tz: dt.tzinfo, namespace: dict[str, Any]) -> list[str]:
+    """The lines that turn a non-null ``v{i}`` into its value as ``decoding.convert`` does."""
+    mysql_type, convert = decoding.mysql_type, decoding.convert
+    namespace[f"C{i}"] = convert
+    call = [f"if v{i} is not None:", f"    v{i} = C{i}(v{i})"]
+    if mysql_type is None:
+        return call
+    family = mysql_type.family
+    bounds = None
+    if family is Family.INTEGER:
+        bounds = mysql_type.integer_range()
+    elif family in (Family.BIT, Family.ENUM, Family.SET):
+        bounds = (0, _U64_MAX)
+    elif family is Family.YEAR:
+        bounds = (0, _YEAR_MAX)
+    if bounds is not None:
+        namespace[f"L{i}"], namespace[f"H{i}"] = bounds
+        return [f"if v{i} is not None and (type(v{i}) is not int or not L{i} <= v{i} <= H{i}):", "    return None"]
+    if convert is _text:
+        return [f"if v{i} is not None and type(v{i}) is not str:", "    return None"]
+    if family is Family.DOUBLE:
+        return [f"if v{i} is not None and type(v{i}) is not float:", f"    v{i} = C{i}(v{i})"]
+    if convert is _decimal:
+        # Text that Decimal writes back unchanged, finite and without an exponent, is what _DECIMAL_RE
+        # admits (str writes "-"?digits with digits on both sides of any "."); cheaper than the pattern.
+        # Decimal refuses other text with InvalidOperation, an ArithmeticError: the careful path says why.
+        return [
+            f"if v{i} is not None:",
+            f"    d = Decimal(v{i})",
+            f'    if str(d) != v{i} or not d.is_finite() or "E" in v{i} or "e" in v{i}:',
+            "        return None",
+            f"    v{i} = d",
+        ]
+    if family is Family.FLOAT:
+        return [
+            f"if v{i} is not None:",
+            f"    v{i} = to_float32(v{i}) if type(v{i}) is float or type(v{i}) is int else C{i}(v{i})",
+        ]
+    if convert is _quoted_bytes:
+        # go_unquote's first two cases: nothing to unescape, or only \xNN escapes (every backslash
+        # starts one), which unicode_escape reads as _ONE_BYTE_ESCAPES_RE's text; it raises
+        # UnicodeDecodeError, a ValueError, where two hex digits do not follow.
+        return [
+            f"if v{i} is not None:",
+            f"    if type(v{i}) is not str or QUOTE in v{i} or NEWLINE in v{i}:",
+            f"        v{i} = C{i}(v{i})",
+            f"    elif BACKSLASH not in v{i}:",
+            f"        v{i} = v{i}.encode()",
+            f"    elif v{i}.count(BACKSLASH) == v{i}.count(HEX_ESCAPE):",
+            f'        v{i} = unicode_escape(v{i}.encode())[0].encode("latin-1")',
+            "    else:",
+            f"        v{i} = C{i}(v{i})",
+        ]
+    if convert is _base64_bytes or convert is _base64_text:
+        decode = ".decode()" if convert is _base64_text else ""
+        return [
+            f"if v{i} is not None:",
+            f"    v{i} = a2b_base64(v{i}, strict_mode=True){decode} if type(v{i}) is str else C{i}(v{i})",
+        ]
+    if convert is _time:
+        # _time's layout with two-digit hours and no sign, HH:MM:SS[.f{1,6}]: read as a time of day by
+        # fromisoformat and taken as the duration since midnight, several times faster than from the
+        # pattern's groups. Hours past 23 or a field past 59 raise ValueError: the careful path reads
+        # them. Other layouts (a sign, three-digit hours) go to _time.
+        admitted = f'len(v{i}) >= 8 and v{i}[2] == ":" and DURATION(v{i})'
+        return _iso_or_careful(i, admitted, f'datetime_iso("0001-01-01T" + v{i}) - DAY_ONE')
+    if convert is _date:
+        return _iso_or_careful(i, f"DATE(v{i})", f"date_iso(v{i})")
+    if convert is _datetime:
+        return _iso_or_careful(i, f"DATETIME(v{i})", f"datetime_iso(v{i})")
+    if family is Family.TIMESTAMP and tz is dt.UTC:  # see _timestamp_converter's convert_utc
+        return _iso_or_careful(i, f"DATETIME(v{i})", f'datetime_iso(v{i} + "+00:00")')
+    return call
+
+
+def _iso_or_careful(i: int, admitted: str, read: str) -> list[str]:
+    """Text of a pattern the column's converter reads with fromisoformat, read so here; text fromisoformat
+    refuses (a zero date, hours past 23) and any other text go to the converter, as in _date."""
+    return [
+        f"if v{i} is not None:",
+        f"    if type(v{i}) is str and {admitted}:",
+        "        try:",
+        f"            v{i} = {read}",
+        "        except ValueError:",
+        f"            v{i} = C{i}(v{i})",
+        "    else:",
+        f"        v{i} = C{i}(v{i})",
+    ]
 
 
 def _key_fault(key_json: bytes) -> str:

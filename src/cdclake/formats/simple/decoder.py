@@ -11,7 +11,7 @@ Bootstrap or Ddl that brings its schema.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -19,7 +19,7 @@ from cdclake.errors import DecodeError
 from cdclake.formats.compression import decompressor
 from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type
 from cdclake.formats.simple.fields import UINT64_MAX, Invalid, as_dict, describe, optional, required, uint64
-from cdclake.formats.simple.values import READ_ERRORS, Reader, Zones
+from cdclake.formats.simple.values import INLINE_SCOPE, READ_ERRORS, Reader, Zones
 from cdclake.formats.simple.wire import Wire
 from cdclake.model import (
     Bootstrap,
@@ -40,6 +40,10 @@ from cdclake.types import MySQLType, zone
 _OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 _TYPES = ", ".join(("WATERMARK", "BOOTSTRAP", *TICDC_DDL_TYPES, *_OPS))
 
+# Compiled image readers kept per table: one for each order of columns an image came with (a full
+# image, a handle-key-only one, ...).
+_MAX_PLANS = 8
+
 # What may still escape the explicit checks on a malformed message (a bug would show up here too,
 # as a DecodeError that names the exception).
 _UNEXPECTED = (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError)
@@ -52,24 +56,51 @@ _Row = tuple[Op, str, str, int, int, int | None, Any, Any, LargeMessageKind | No
 
 
 class _Table:
-    """One cached table schema version and the readers of its columns' values."""
+    """One cached table schema version and the readers of its columns' values.
 
-    __slots__ = ("key_columns", "readers", "schema", "types")
+    ``readers`` are the careful readers and ``fast`` the fast ones (same values, terser failures).
+    ``plans`` holds, per order of columns an image came with (TiCDC writes them sorted by name, as
+    Go's encoding/json writes a map), a function compiled for that order which reads the image with
+    no per-column lookup and the common conversions inline. A failure on the fast path is explained
+    by re-reading the image with the careful readers.
+    """
 
-    def __init__(self, schema: TableSchema, readers: dict[str, Reader]) -> None:
+    __slots__ = ("fast", "inlines", "key_columns", "plans", "readers", "schema", "types")
+
+    def __init__(
+        self, schema: TableSchema, readers: dict[str, Reader], fast: dict[str, Reader], inlines: dict[str, str | None]
+    ) -> None:
         self.schema = schema
         self.readers = readers
+        self.fast = fast
+        self.inlines = inlines
         self.types: Mapping[str, MySQLType] = MappingProxyType({c.name: c.type for c in schema.columns})
         self.key_columns = schema.key_columns
+        self.plans: dict[tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
     def read_image(self, image: Any, field: str) -> dict[str, Any]:
         if type(image) is not dict:
             raise Invalid(f"field {field!r} must be an object of column values, got {describe(image)}")
-        readers = self.readers
         try:
-            return {name: None if raw is None else readers[name](raw) for name, raw in image.items()}
+            keys = tuple(image)
+            plan = self.plans.get(keys)
+            if plan is None:
+                plan = self._plan(keys)
+            return plan(image)
         except READ_ERRORS:
             raise self._explain(image, field) from None
+
+    def _plan(self, keys: tuple[str, ...]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """The compiled reader of images with ``keys``, cached for the first few orders seen; the
+        generic reader for others and for keys that are not all columns of the schema."""
+        if len(self.plans) >= _MAX_PLANS or not keys or not all(type(k) is str and k in self.fast for k in keys):
+            return self._read_any
+        plan = self.plans[keys] = _compile_plan(keys, self.fast, self.inlines)
+        return plan
+
+    def _read_any(self, image: dict[str, Any]) -> dict[str, Any]:
+        readers = self.fast
+        return {name: None if raw is None else readers[name](raw) for name, raw in image.items()}
 
     def _explain(self, image: dict[str, Any], field: str) -> Invalid:
         """Which column of ``image`` does not fit, and why (the slow path after a failure)."""
@@ -87,15 +118,40 @@ class _Table:
         return Invalid(f"{field}: values do not fit {schema.database}.{schema.table}")  # pragma: no cover
 
 
+def _compile_plan(
+    names: tuple[str, ...], fast: dict[str, Reader], inlines: dict[str, str | None]
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A function of an image whose keys are ``names``, in order: the image with every non-NULL value
+    read, each column by its inline statements (see :meth:`Wire.inline`) or else its fast reader.
+
+    The code is made from fixed text, integer literals and ``repr`` of strings only: a column name,
+    which comes from the message, appears as a string literal and never as code or a variable name."""
+    scope: dict[str, Any] = dict(INLINE_SCOPE)
+    body = ["def plan(image):", f"    {''.join(f'v{i}, ' for i in range(len(names)))}= image.values()"]
+    for i, name in enumerate(names):
+        body.append(f"    if v{i} is not None:")
+        inline = inlines[name]
+        scope[f"r{i}"] = fast[name]
+        if inline is None:
+            body.append(f"        v{i} = r{i}(v{i})")
+        else:
+            body.extend("        " + line for line in inline.format(v=f"v{i}", r=f"r{i}").splitlines())
+    body.append("    return {" + ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names)) + "}")
+    exec(compile("\n".join(body), f"<simple plan {names[0]}...>", "exec"), scope)
+    plan: Callable[[dict[str, Any]], dict[str, Any]] = scope["plan"]
+    return plan
+
+
 class SimpleDecoder:
     """Decodes one partition's messages in order (see the module docstring for the schema cache)."""
 
     def __init__(self, wire: Wire, options: Mapping[str, Any]) -> None:
         self._wire = wire
+        self._load = wire.load
         self._compression = options["large-message-handle-compression"]
         self._decompress = None if self._compression == "none" else decompressor(self._compression)
         self._zones = Zones(zone(options["tz"]))
-        self._readers: dict[MySQLType, Reader] = {}
+        self._readers: dict[MySQLType, tuple[Reader, Reader]] = {}
         self._tables: dict[tuple[str, str, int | None], _Table] = {}
         self._held: list[tuple[_Row, Origin]] = []
         # Events decoded but not returned yet: a call that raises keeps what it decoded before the
@@ -105,7 +161,18 @@ class SimpleDecoder:
     def decode(self, message: RawMessage) -> list[Event]:
         origin = message.origin
         try:
-            self._decode(message.value, origin)
+            # the common case of _decode, inline: an uncompressed row message
+            value = message.value
+            if value is None or self._decompress is not None:
+                self._decode(value, origin)
+            else:
+                row = self._load(value)
+                kind = row.get("type")
+                op = _OPS.get(kind) if type(kind) is str else None
+                if op is not None and type(row.get("version")) is int and row["version"] == 1:
+                    self._on_row(row, op, origin)
+                else:
+                    self._decode_loaded(row, origin)
         except Invalid as exc:
             raise DecodeError(self._wire.name, str(exc), origin) from None
         except _UNEXPECTED as exc:
@@ -127,7 +194,9 @@ class SimpleDecoder:
                 value = self._decompress(value)
             except Exception as exc:  # each compression library raises its own error types
                 raise Invalid(f"cannot decompress ({self._compression}): {exc}") from exc
-        message = self._wire.load(value)
+        self._decode_loaded(self._wire.load(value), origin)
+
+    def _decode_loaded(self, message: dict[str, Any], origin: Origin) -> None:
         version = message.get("version")
         if type(version) is not int or version != 1:
             raise Invalid(f"expected protocol version 1, got {describe(version)}")
@@ -150,13 +219,70 @@ class SimpleDecoder:
     # --- rows ---------------------------------------------------------------------------------------
 
     def _on_row(self, message: dict[str, Any], op: Op, origin: Origin) -> None:
-        row = _read_row(message, op)
-        table = self._tables.get(row[1:4])
-        if table is None:
+        # One combined check on the hot path; the field helpers only explain a failure.
+        get = message.get
+        database: Any = get("database")
+        table: Any = get("table")
+        version: Any = get("schemaVersion")
+        commit_ts: Any = get("commitTs")
+        build_ts: Any = get("buildTs")
+        table_id: Any = get("tableID")
+        if not (
+            type(database) is str
+            and type(table) is str
+            and type(version) is int
+            and type(commit_ts) is int
+            and type(build_ts) is int
+            and (table_id is None or type(table_id) is int)
+            and 0 <= version <= UINT64_MAX
+            and 0 <= commit_ts <= UINT64_MAX
+        ):
+            _explain_row(message, op)
+        data = get("data")
+        old = get("old")
+        # INSERT carries data (the new row), DELETE old (the deleted row), UPDATE both.
+        if (data is None) is not (op is Op.DELETE) or (old is None) is not (op is Op.INSERT):
+            carries = {Op.INSERT: "data only", Op.UPDATE: "data and old", Op.DELETE: "old only"}[op]
+            raise Invalid(f"{op.name}: a {op.name} message carries {carries}")
+        large = location = None
+        if get("claimCheckLocation") is not None or get("handleKeyOnly") is not None:
+            location = optional(message, "claimCheckLocation", str, op.name) or None
+            # TiCDC sets both on a claim-check message; the location decides (its decoder checks it first).
+            if location:
+                large = LargeMessageKind.CLAIM_CHECK
+            elif optional(message, "handleKeyOnly", bool, op.name):
+                large = LargeMessageKind.HANDLE_KEY_ONLY
+        meta: dict[str, Any] = {"buildTs": build_ts}
+        checksum = get("checksum")
+        if checksum is not None:
+            meta["checksum"] = _checksum(checksum)
+        cached = self._tables.get((database, table, version))
+        if cached is not None and large is None:
+            # _row_event, inline: the common case (data is read first, so its failure is the one told)
+            after = None if data is None else cached.read_image(data, "data")
+            self._ready.append(
+                RowChange(
+                    op,
+                    database,
+                    table,
+                    None if old is None else cached.read_image(old, "old"),
+                    after,
+                    cached.types,
+                    cached.key_columns,
+                    commit_ts,
+                    version,
+                    table_id,
+                    origin,
+                    meta,
+                )
+            )
+            return
+        row: _Row = (op, database, table, version, commit_ts, table_id, data, old, large, location, meta)
+        if cached is None:
             self._held.append((row, origin))
-            self._ready.append(PendingRow(row[1], row[2], row[3], origin))
+            self._ready.append(PendingRow(database, table, version, origin))
         else:
-            self._ready.append(_row_event(row, table, origin))
+            self._ready.append(_row_event(row, cached, origin))
 
     def _release(self, by: Origin) -> None:
         """Return every held row whose schema is now known, in arrival order."""
@@ -217,58 +343,23 @@ class SimpleDecoder:
         return None if raw is None else self._wire.read_table_schema(raw, field)
 
     def _remember(self, schema: TableSchema) -> None:
-        readers = {column.name: self._reader(column.type) for column in schema.columns}
-        self._tables[(schema.database, schema.table, schema.version)] = _Table(schema, readers)
+        pairs = {column.name: self._reader(column.type) for column in schema.columns}
+        readers = {name: pair[0] for name, pair in pairs.items()}
+        fast = {name: pair[1] for name, pair in pairs.items()}
+        inlines = {column.name: self._wire.inline(column.type) for column in schema.columns}
+        self._tables[(schema.database, schema.table, schema.version)] = _Table(schema, readers, fast, inlines)
 
-    def _reader(self, mtype: MySQLType) -> Reader:
-        reader = self._readers.get(mtype)
-        if reader is None:
-            reader = self._readers[mtype] = self._wire.reader(mtype, self._zones)
-        return reader
-
-
-def _read_row(message: dict[str, Any], op: Op) -> _Row:
-    # One combined check on the hot path; the field helpers only explain a failure.
-    database: Any = message.get("database")
-    table: Any = message.get("table")
-    version: Any = message.get("schemaVersion")
-    commit_ts: Any = message.get("commitTs")
-    build_ts: Any = message.get("buildTs")
-    table_id: Any = message.get("tableID")
-    if not (
-        type(database) is str
-        and type(table) is str
-        and type(version) is int
-        and type(commit_ts) is int
-        and type(build_ts) is int
-        and (table_id is None or type(table_id) is int)
-        and 0 <= version <= UINT64_MAX
-        and 0 <= commit_ts <= UINT64_MAX
-    ):
-        _explain_row(message, op)
-    data = message.get("data")
-    old = message.get("old")
-    # INSERT carries data (the new row), DELETE old (the deleted row), UPDATE both.
-    if (data is None) is not (op is Op.DELETE) or (old is None) is not (op is Op.INSERT):
-        carries = {Op.INSERT: "data only", Op.UPDATE: "data and old", Op.DELETE: "old only"}[op]
-        raise Invalid(f"{op.name}: a {op.name} message carries {carries}")
-    large = location = None
-    if message.get("claimCheckLocation") is not None or message.get("handleKeyOnly") is not None:
-        location = optional(message, "claimCheckLocation", str, op.name) or None
-        # TiCDC sets both on a claim-check message; the location decides (its decoder checks it first).
-        if location:
-            large = LargeMessageKind.CLAIM_CHECK
-        elif optional(message, "handleKeyOnly", bool, op.name):
-            large = LargeMessageKind.HANDLE_KEY_ONLY
-    meta: dict[str, Any] = {"buildTs": build_ts}
-    checksum = message.get("checksum")
-    if checksum is not None:
-        meta["checksum"] = _checksum(checksum)
-    return op, database, table, version, commit_ts, table_id, data, old, large, location, meta
+    def _reader(self, mtype: MySQLType) -> tuple[Reader, Reader]:
+        """The careful and the fast reader of ``mtype``."""
+        pair = self._readers.get(mtype)
+        if pair is None:
+            wire, zones = self._wire, self._zones
+            pair = self._readers[mtype] = (wire.reader(mtype, zones), wire.fast_reader(mtype, zones))
+        return pair
 
 
 def _explain_row(message: dict[str, Any], op: Op) -> None:
-    """Raise the reason the fast check in :func:`_read_row` failed."""
+    """Raise the reason the fast check in :meth:`SimpleDecoder._on_row` failed."""
     where = op.name
     required(message, "database", str, where)
     required(message, "table", str, where)
