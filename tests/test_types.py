@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -306,7 +307,6 @@ def test_format_float_matches_go(value: float, single: bool, text: str) -> None:
 @given(st.floats(width=32, allow_nan=False, allow_infinity=False))
 def test_format_float32_is_the_shortest_closest_text(value: float) -> None:
     # numpy's Dragon4 in unique mode is an independent implementation of the same rule as Go's Ryu.
-    numpy = pytest.importorskip("numpy")
     text = format_float(value, single=True)
     assert text == numpy.format_float_positional(numpy.float32(value), unique=True, trim="-")
     assert to_float32(float(text)) == value
@@ -315,7 +315,6 @@ def test_format_float32_is_the_shortest_closest_text(value: float) -> None:
 @settings(max_examples=1000, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_format_float64_is_the_shortest_closest_text(value: float) -> None:
-    numpy = pytest.importorskip("numpy")
     text = format_float(value, single=False)
     assert text == numpy.format_float_positional(numpy.float64(value), unique=True, trim="-")
     assert float(text) == value
