@@ -343,8 +343,34 @@ def parse_date(text: str) -> dt.date | ZeroTemporal:
         raise TypeParseError(f"not a date: {text!r}") from exc
 
 
+def is_tidb_datetime_text(text: str) -> bool:
+    """Whether ``text`` is shaped as TiDB writes a DATETIME: ``YYYY-MM-DD HH:MM:SS`` plus ``.`` and 1-6
+    fraction digits. Only that shape may take datetime.fromisoformat (ten times faster than the
+    pattern), which would also take ISO week dates, ``T``, ``,`` and zone suffixes."""
+    size = len(text)
+    return (
+        (size == 19 or (21 <= size <= 26 and text[19] == "."))
+        and text[10] == " "
+        and text[4] == "-"
+        and text[7] == "-"
+        and text[13] == ":"
+        and text[16] == ":"
+    )
+
+
+_datetime_from_iso = dt.datetime.fromisoformat
+
+
 def parse_datetime(text: str) -> dt.datetime | ZeroTemporal:
     """A DATETIME text, ``YYYY-MM-DD HH:MM:SS[.ffffff]``, as a naive datetime."""
+    if is_tidb_datetime_text(text):
+        try:
+            value = _datetime_from_iso(text)
+        except ValueError:
+            pass  # zero dates and impossible dates: the pattern below decides
+        else:
+            if value.tzinfo is None:
+                return value
     match = _DATETIME_RE.fullmatch(text)
     if match is None:
         raise TypeParseError(f"not a datetime: {text!r}")

@@ -62,6 +62,7 @@ from cdclake.types import (
     format_float,
     format_time,
     format_timestamp,
+    is_tidb_datetime_text,
     parse_date,
     parse_datetime,
     parse_decimal,
@@ -229,23 +230,6 @@ def _date(raw: Any) -> dt.date | ZeroTemporal:
 
 
 def _naive_datetime(raw: Any) -> dt.datetime | ZeroTemporal:
-    if raw.__class__ is str:
-        size = len(raw)
-        if (
-            (size == 19 or (20 < size <= 26 and raw[19] == "."))
-            and raw[10] == " "
-            and raw[4] == "-"
-            and raw[7] == "-"
-            and raw[13] == ":"
-            and raw[16] == ":"
-        ):
-            try:
-                value = _datetime_from_iso(raw)
-            except ValueError:
-                pass
-            else:
-                if value.tzinfo is None:  # fromisoformat also reads a trailing UTC offset; TiDB writes none
-                    return value
     return _text_only(parse_datetime, raw)
 
 
@@ -261,22 +245,13 @@ def _timestamp_converter(tz: dt.tzinfo) -> Converter:
     utc = offset == _ZERO
 
     def convert(raw: Any) -> dt.datetime | ZeroTemporal:
-        if suffix is not None and raw.__class__ is str:
-            size = len(raw)
-            if (
-                (size == 19 or (20 < size <= 26 and raw[19] == "."))
-                and raw[10] == " "
-                and raw[4] == "-"
-                and raw[7] == "-"
-                and raw[13] == ":"
-                and raw[16] == ":"
-            ):
-                try:
-                    instant = _datetime_from_iso(raw + suffix)
-                except ValueError:
-                    pass
-                else:
-                    return instant if utc else instant.astimezone(dt.UTC)
+        if suffix is not None and raw.__class__ is str and is_tidb_datetime_text(raw):
+            try:
+                instant = _datetime_from_iso(raw + suffix)
+            except ValueError:
+                pass
+            else:
+                return instant if utc else instant.astimezone(dt.UTC)
         local = _naive_datetime(raw)
         if isinstance(local, ZeroTemporal):
             return local

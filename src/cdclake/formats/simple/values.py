@@ -44,6 +44,7 @@ from cdclake.types import (
     format_float,
     format_time,
     format_timestamp,
+    is_tidb_datetime_text,
     parse_date,
     parse_datetime,
     parse_decimal,
@@ -114,32 +115,8 @@ def _date(raw: Any) -> dt.date | ZeroTemporal:
     return parse_date(text)
 
 
-def _tidb_datetime_shape(text: str) -> bool:
-    """Whether ``text`` is shaped as TiDB writes a DATETIME: ``YYYY-MM-DD HH:MM:SS`` plus ``.`` and 1-6
-    fraction digits. Only that shape may take datetime.fromisoformat, which alone would also take
-    ISO week dates, ``T``, ``,`` and zone suffixes."""
-    size = len(text)
-    return (
-        (size == 19 or (21 <= size <= 26 and text[19] == "."))
-        and text[10] == " "
-        and text[4] == "-"
-        and text[7] == "-"
-        and text[13] == ":"
-        and text[16] == ":"
-    )
-
-
 def _datetime(raw: Any) -> dt.datetime | ZeroTemporal:
-    text = _text(raw)
-    if _tidb_datetime_shape(text):
-        try:
-            value = _fromisoformat(text)
-        except ValueError:
-            pass  # zero dates and impossible dates: the exact parser decides
-        else:
-            if value.tzinfo is None:
-                return value
-    return parse_datetime(text)
+    return parse_datetime(_text(raw))
 
 
 def _time(raw: Any) -> dt.timedelta:
@@ -219,7 +196,7 @@ def _timestamp_reader(zones: Zones, parts: Callable[[Any], tuple[Any, Any]]) -> 
     def read(raw: Any) -> dt.datetime | ZeroTemporal:
         location, text = parts(raw)
         tz = known.get(location) or zones.get(location)
-        if type(text) is str and _tidb_datetime_shape(text):
+        if type(text) is str and is_tidb_datetime_text(text):
             # Parsed as UTC and moved by the zone's offset at that wall clock (fold 0, as
             # replace(tzinfo=tz).astimezone(UTC) does): datetime.replace costs ten parses.
             try:
@@ -355,28 +332,6 @@ def _fast_date(raw: Any) -> Any:
     return _date(raw)
 
 
-def _fast_datetime(raw: Any) -> Any:
-    if type(raw) is str:
-        size = len(raw)
-        # _tidb_datetime_shape, inline
-        if (
-            (size == 19 or (21 <= size <= 26 and raw[19] == "."))
-            and raw[10] == " "
-            and raw[4] == "-"
-            and raw[7] == "-"
-            and raw[13] == ":"
-            and raw[16] == ":"
-        ):
-            try:
-                value = _fromisoformat(raw)
-            except ValueError:
-                pass
-            else:
-                if value.tzinfo is None:
-                    return value
-    return _datetime(raw)
-
-
 _fromdate = dt.date.fromisoformat
 _timedelta = dt.timedelta
 
@@ -397,7 +352,7 @@ def _fast_time(raw: Any) -> Any:
 _FAST_JSON_TEXT_READERS: dict[Family, Reader] = {
     Family.DECIMAL: _fast_decimal,
     Family.DATE: _fast_date,
-    Family.DATETIME: _fast_datetime,
+    Family.DATETIME: _datetime,
     Family.TIME: _fast_time,
     Family.STRING: _fast_text,
     Family.JSON: _fast_text,
@@ -447,23 +402,14 @@ def _fast_json_timestamp(zones: Zones) -> Reader:
         if type(raw) is dict:
             text = raw.get("value")
             tz = known.get(raw.get("location"))  # type: ignore[arg-type]
-            if tz is not None and type(text) is str:
-                size = len(text)
-                if (
-                    (size == 19 or (21 <= size <= 26 and text[19] == "."))
-                    and text[10] == " "
-                    and text[4] == "-"
-                    and text[7] == "-"
-                    and text[13] == ":"
-                    and text[16] == ":"
-                ):
-                    try:
-                        instant = _fromisoformat(text + "+00:00")
-                        if tz is utc:
-                            return instant
-                        return instant - (tz.utcoffset(_fromisoformat(text)) or _NO_OFFSET)
-                    except ValueError:
-                        pass
+            if tz is not None and type(text) is str and is_tidb_datetime_text(text):
+                try:
+                    instant = _fromisoformat(text + "+00:00")
+                    if tz is utc:
+                        return instant
+                    return instant - (tz.utcoffset(_fromisoformat(text)) or _NO_OFFSET)
+                except ValueError:
+                    pass
         return careful(raw)
 
     return read
@@ -540,7 +486,7 @@ def json_inline(mtype: MySQLType) -> str | None:
             "else: {v} = {r}({v})"
         )
     if family is Family.DATETIME:
-        # _fast_datetime's fast path for the usual sizes (19, or 21-26 with a fraction)
+        # parse_datetime's fast path, inline, for the usual sizes (19, or 21-26 with a fraction)
         return (
             "if (type({v}) is str and (len({v}) == 19 or (21 <= len({v}) <= 26 and {v}[19] == '.'))"
             " and {v}[10] == ' ' and {v}[4] == '-' and {v}[7] == '-' and {v}[13] == ':' and {v}[16] == ':'):\n"
