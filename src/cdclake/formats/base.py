@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdclake.errors import OptionError
-from cdclake.model import Event, RawMessage
+from cdclake.model import Event, RawMessage, RowChange
 
 
 class Decoder(Protocol):
@@ -70,12 +70,31 @@ TZ_OPTION = Option(
 )
 
 
+def _always(options: Mapping[str, Any]) -> bool:
+    return True
+
+
+def _no_sequence(row: RowChange) -> str | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Codec:
+    """A format: its options, decoder and encoder, and how a consumer orders its changes.
+
+    ``has_watermarks(options)`` tells whether the stream announces resolved timestamps (TiCDC's
+    Resolved, WATERMARK and TIDB_WATERMARK events): then changes apply in commit-ts order up to the
+    resolved ts; otherwise in partition order as they arrive. ``sequence_of(row)`` is what the format
+    carries beside a change's content to tell a re-delivered duplicate from a genuine repeat
+    (DataWorks' ``sequenceId``), or None where the commit ts and the images are all there is.
+    """
+
     name: str
     options: Mapping[str, Option]
     make_decoder: Callable[[Mapping[str, Any]], Decoder]
     make_encoder: Callable[[Mapping[str, Any]], Encoder]
+    has_watermarks: Callable[[Mapping[str, Any]], bool] = _always
+    sequence_of: Callable[[RowChange], str | None] = _no_sequence
 
     def resolve(self, given: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         """Every option of this codec with its value: the defaults, overridden by ``given`` and by

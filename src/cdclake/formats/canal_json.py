@@ -1166,6 +1166,17 @@ def _meta_int(meta: Mapping[str, Any], field: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _has_watermarks(options: Mapping[str, Any]) -> bool:
+    return bool(options["enable-tidb-extension"])
+
+
+def _sequence_of(row: RowChange) -> str | None:
+    """Without the TiDB extension a change carries no commit ts; ``es``, the binlog event's commit time
+    in milliseconds, is the same in a re-delivered copy (``ts``, the time of sending, is not)."""
+    es = _meta_int(row.meta, "es")
+    return None if row.commit_ts is not None or es is None else str(es)
+
+
 CODEC = Codec(
     name=FORMAT,
     options={
@@ -1185,4 +1196,6 @@ CODEC = Codec(
     },
     make_decoder=CanalJsonDecoder,
     make_encoder=CanalJsonEncoder,
+    has_watermarks=_has_watermarks,
+    sequence_of=_sequence_of,
 )

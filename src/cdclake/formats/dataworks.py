@@ -1031,6 +1031,12 @@ def _dumps(document: dict[str, Any]) -> bytes:
         raise EncodeError(FORMAT, f"cannot write the message as JSON: {exc}") from None
 
 
+def _sequence_of(row: RowChange) -> str | None:
+    """``sequenceId`` numbers each change of the source log; a re-delivered copy keeps it."""
+    sequence = row.meta.get("sequenceId")
+    return None if sequence is None else str(sequence)
+
+
 CODEC = Codec(
     name=FORMAT,
     options={
@@ -1051,4 +1057,7 @@ CODEC = Codec(
     },
     make_decoder=DataWorksDecoder,
     make_encoder=DataWorksEncoder,
+    # DataWorks sends no watermark: changes apply in partition order, heartbeats only report progress.
+    has_watermarks=lambda options: False,
+    sequence_of=_sequence_of,
 )

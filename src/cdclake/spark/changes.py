@@ -1,0 +1,318 @@
+"""Decoding on the executors: offset ranges in, change records out, as Arrow batches.
+
+Every decoded event becomes one *change record* of one fixed schema (:data:`CHANGE_FIELDS`), whatever
+the format and whatever the table, so that one DataFrame holds a whole batch and no message is
+collected to the driver. Row images travel as JSON objects of *lake texts* (:mod:`cdclake.schema.lake`):
+exact text that a Spark cast turns into each table's typed columns, on the JVM.
+
+========== ==================================================================================
+kind       what the record holds
+========== ==================================================================================
+row        op, database, table, commit_ts, sequence, key (JSON array of the key's texts), old_key
+           (the before key of an update that changed it), key_columns, columns (JSON object of
+           column name to MySQL type text), before/after (JSON objects of lake texts)
+ddl        database, table, commit_ts and ``event``: the Ddl as :mod:`cdclake.eventjson` writes it
+bootstrap  database, table and ``event``: the table's schema
+watermark  commit_ts: the resolved ts this partition announces
+heartbeat  commit_ts: the producer's clock (epoch ms)
+error      raw_key, raw_value, timestamp_ms and the reason it could not be decoded or applied
+carry      a raw message the next batch must decode again, first: ``reason`` is ``prime`` (it
+           defines a schema the decoder needs, e.g. a Simple BOOTSTRAP; ``sequence`` holds the
+           schema version) or ``held`` (its events are not complete yet: a Simple row waiting for
+           its schema, a DataWorks update's first half at the end of the range)
+========== ==================================================================================
+
+Every record carries the coordinates (topic, partition, offset, index) of the message it came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdclake.errors import DecodeError
+from cdclake.eventjson import event_to_json, schema_to_json
+from cdclake.formats import get_codec
+from cdclake.model import (
+    Bootstrap,
+    Ddl,
+    Event,
+    Heartbeat,
+    LargeMessageRef,
+    Origin,
+    PendingRow,
+    RawMessage,
+    RowChange,
+    Watermark,
+)
+from cdclake.schema.lake import lake_text_function
+from cdclake.sources.ranges import OffsetRange, Source
+from cdclake.types import MySQLType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+INT64_MAX = 2**63 - 1
+_QUIET_KEPT = 64
+
+# (name, Spark SQL type) of every field of a change record, in order.
+CHANGE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("kind", "string"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "bigint"),
+    ("index", "int"),
+    ("op", "string"),
+    ("database", "string"),
+    ("table", "string"),
+    ("commit_ts", "bigint"),
+    ("sequence", "string"),
+    ("key", "string"),
+    ("old_key", "string"),
+    ("key_columns", "string"),
+    ("columns", "string"),
+    ("before", "string"),
+    ("after", "string"),
+    ("event", "string"),
+    ("raw_key", "binary"),
+    ("raw_value", "binary"),
+    ("timestamp_ms", "bigint"),
+    ("reason", "string"),
+)
+CHANGE_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in CHANGE_FIELDS)
+CHANGE_NAMES = tuple(name for name, _ in CHANGE_FIELDS)
+
+
+def change_arrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
+    return pa.schema([(name, arrow[sql_type]) for name, sql_type in CHANGE_FIELDS])
+
+
+@dataclass(frozen=True)
+class CarriedMessage:
+    """A raw message kept from an earlier batch for the decoder of its partition (see ``carry``)."""
+
+    role: str  # "prime" or "held"
+    message: RawMessage
+
+
+@dataclass(frozen=True)
+class DecodeTask:
+    """What one executor task decodes: a range, and the messages carried into it."""
+
+    offset_range: OffsetRange
+    carried: tuple[CarriedMessage, ...] = ()
+
+
+class _ImageWriter:
+    """Turns a row's images into lake texts, with the per-table work done once per ``types`` mapping."""
+
+    def __init__(self) -> None:
+        # Keyed by id(): decoders share one types mapping per table version. The mapping itself is kept
+        # in the value so that its id cannot be reused while cached.
+        self._plans: dict[int, tuple[Mapping[str, MySQLType], str, dict[str, Callable[[Any], str | None]]]] = {}
+
+    def plan(self, types: Mapping[str, MySQLType]) -> tuple[str, dict[str, Callable[[Any], str | None]]]:
+        cached = self._plans.get(id(types))
+        if cached is None or cached[0] is not types:
+            columns = orjson.dumps({name: str(mtype) for name, mtype in types.items()}).decode()
+            texts = {name: lake_text_function(mtype) for name, mtype in types.items()}
+            cached = self._plans[id(types)] = (types, columns, texts)
+        return cached[1], cached[2]
+
+    @staticmethod
+    def image(values: Mapping[str, Any] | None, texts: Mapping[str, Callable[[Any], str | None]]) -> dict[str, Any]:
+        if values is None:
+            return {}
+        return {name: (None if value is None else texts[name](value) if name in texts else str(value))
+                for name, value in values.items()}
+
+
+def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:
+    names = key_columns or sorted(image)
+    return orjson.dumps([image.get(name) for name in names]).decode()
+
+
+class ChangeWriter:
+    """Collects change records column by column and hands them out as Arrow record batches."""
+
+    def __init__(self, sequence_of: Callable[[RowChange], str | None]) -> None:
+        self._sequence_of = sequence_of
+        self._images = _ImageWriter()
+        self._columns: dict[str, list[Any]] = {name: [] for name in CHANGE_NAMES}
+        # The Kafka timestamp of the message being decoded: formats without watermarks place rows
+        # around a DDL by it (TiCDC and DataWorks send every change before a DDL ahead of the DDL).
+        self.timestamp_ms: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._columns["kind"])
+
+    def add(self, kind: str, origin: Origin | None, **fields: Any) -> None:
+        origin = origin or Origin()
+        fields.update(topic=origin.topic, partition=origin.partition, offset=origin.offset, index=origin.index)
+        fields["kind"] = kind
+        fields.setdefault("timestamp_ms", self.timestamp_ms)
+        for name, values in self._columns.items():
+            values.append(fields.get(name))
+
+    def add_row(self, row: RowChange) -> None:
+        if row.commit_ts is not None and row.commit_ts > INT64_MAX:
+            raise DecodeError("cdclake", f"commit ts {row.commit_ts} is beyond a 64-bit signed integer", row.origin)
+        if row.after is None and row.before is None:
+            what = f"a {row.op.value} of {row.database}.{row.table} with no row image"
+            raise DecodeError("cdclake", what, row.origin)
+        columns, texts = self._images.plan(row.types)
+        before = self._images.image(row.before, texts)
+        after = self._images.image(row.after, texts)
+        key = _key_text(after or before, row.key_columns)
+        old_key = _key_text(before, row.key_columns) if before and after else None
+        self.add(
+            "row",
+            row.origin,
+            op=row.op.value,
+            database=row.database,
+            table=row.table,
+            commit_ts=row.commit_ts,
+            sequence=self._sequence_of(row),
+            key=key,
+            old_key=None if old_key == key else old_key,
+            key_columns=orjson.dumps(list(row.key_columns)).decode(),
+            columns=columns,
+            before=orjson.dumps(before).decode() if row.before is not None else None,
+            after=orjson.dumps(after).decode() if row.after is not None else None,
+        )
+
+    def add_error(self, message: RawMessage, reason: str) -> None:
+        self.add("error", message.origin, raw_key=message.key, raw_value=message.value,
+                 timestamp_ms=message.timestamp_ms, reason=reason)
+
+    def add_carry(self, role: str, message: RawMessage, database: str | None = None, table: str | None = None,
+                  version: int | None = None) -> None:
+        self.add("carry", message.origin, raw_key=message.key, raw_value=message.value,
+                 timestamp_ms=message.timestamp_ms, reason=role, database=database, table=table,
+                 sequence=None if version is None else str(version))
+
+    def take(self) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        batch = pa.RecordBatch.from_pydict(self._columns, schema=change_arrow_schema())
+        self._columns = {name: [] for name in CHANGE_NAMES}
+        return batch
+
+
+class PartitionDecoder:
+    """Decodes one partition's range after the messages carried into it, and tells what to carry on.
+
+    Events of a ``prime`` message were applied in an earlier batch and are dropped; those of a
+    ``held`` message come out now (they were not complete before).
+    """
+
+    def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter) -> None:
+        self._decoder = get_codec(format_name).decoder(options)
+        self._writer = writer
+        self._waiting: dict[tuple[int | None, int | None], RawMessage] = {}  # messages of PendingRows
+        # The latest messages that gave no event: a decoder holds at most a few (DataWorks: one update half).
+        self._quiet: dict[tuple[int | None, int | None], RawMessage] = {}
+
+    def prime(self, message: RawMessage) -> None:
+        # A message that fails failed when first decoded too, and went to the dead letters then.
+        with contextlib.suppress(DecodeError):
+            self._decoder.decode(message)
+
+    def decode(self, message: RawMessage) -> None:
+        self._writer.timestamp_ms = message.timestamp_ms
+        try:
+            events = self._decoder.decode(message)
+        except DecodeError as exc:
+            self._writer.add_error(message, str(exc))
+            return
+        if not events:
+            self._quiet[_coordinates(message.origin)] = message
+            if len(self._quiet) > _QUIET_KEPT:
+                del self._quiet[next(iter(self._quiet))]
+        for event in events:
+            self._emit(event, message)
+
+    def finish(self) -> None:
+        """Carry what the next batch needs: rows still waiting for their schema and the messages whose
+        events the decoder still holds (its ``flush()``), as raw messages, not events. A flushed event
+        of a message that did give events (decoded before a failure) comes out now."""
+        for event in self._decoder.flush():
+            held = self._quiet.get(_coordinates(event_origin(event)))
+            if held is not None:
+                self._writer.add_carry("held", held)
+            else:
+                self._emit(event, RawMessage(None, None, event_origin(event) or Origin()))
+        for message in self._waiting.values():
+            self._writer.add_carry("held", message)
+
+    def _emit(self, event: Event, message: RawMessage) -> None:
+        writer = self._writer
+        match event:
+            case RowChange():
+                self._waiting.pop(_coordinates(event.origin), None)
+                self._quiet.pop(_coordinates(event.origin), None)
+                try:
+                    writer.add_row(event)
+                except DecodeError as exc:
+                    writer.add_error(message, str(exc))
+            case PendingRow():
+                self._waiting[_coordinates(event.origin)] = message
+            case Ddl():
+                writer.add("ddl", event.origin, database=event.database, table=event.table,
+                           commit_ts=event.commit_ts, event=orjson.dumps(event_to_json(event)).decode())
+                for schema in (event.schema_before, event.schema_after):
+                    if schema is not None:
+                        writer.add_carry("prime", message, schema.database, schema.table, schema.version)
+            case Bootstrap():
+                schema = event.schema
+                writer.add("bootstrap", event.origin, database=schema.database, table=schema.table,
+                           sequence=None if schema.version is None else str(schema.version),
+                           event=orjson.dumps(schema_to_json(schema)).decode())
+                writer.add_carry("prime", message, schema.database, schema.table, schema.version)
+            case Watermark():
+                writer.add("watermark", event.origin, commit_ts=event.ts)
+            case Heartbeat():
+                writer.add("heartbeat", event.origin, commit_ts=event.ts_ms)
+            case LargeMessageRef():
+                reason = (f"a {event.kind.value} message of {event.row.database}.{event.row.table}: the full row "
+                          f"is not in the stream ({event.location or 'read it from the upstream'}); not applied")
+                writer.add_error(message, reason)
+            case _:
+                pass  # transaction marks: the commit ts and watermarks already order everything
+
+
+def event_origin(event: Event) -> Origin | None:
+    return event.row.origin if isinstance(event, LargeMessageRef) else event.origin
+
+
+def _coordinates(origin: Origin | None) -> tuple[int | None, int | None]:
+    return (None, None) if origin is None else (origin.partition, origin.offset)
+
+
+def decode_tasks(
+    source: Source, format_name: str, options: Mapping[str, Any], tasks: Iterable[DecodeTask], batch_rows: int = 10_000
+) -> Iterator[pa.RecordBatch]:
+    """The change records of each task's carried messages and range, in Arrow batches of about
+    ``batch_rows`` records."""
+    writer = ChangeWriter(get_codec(format_name).sequence_of)
+    for task in tasks:
+        partition = PartitionDecoder(format_name, options, writer)
+        for carried in sorted(task.carried, key=lambda c: c.message.origin.offset or 0):
+            if carried.role == "prime":
+                partition.prime(carried.message)
+            else:
+                partition.decode(carried.message)
+        for message in source.read(task.offset_range):
+            partition.decode(message)
+            if len(writer) >= batch_rows:
+                yield writer.take()
+        partition.finish()
+    if len(writer):
+        yield writer.take()

@@ -1,0 +1,592 @@
+"""The replication job: a source's stream kept in step with Iceberg tables, batch after batch.
+
+One batch:
+
+1. **Plan** offset ranges from each partition's position toward its high watermark (bounded), and
+   record the plan in the state table, so that a restart re-runs exactly this batch.
+2. **Decode** the ranges on the executors (:mod:`cdclake.spark.changes`) into change records.
+3. **Order.** With a watermark-bearing format the resolved ts R is the minimum over partitions of the
+   newest watermark each announced; changes at or below R apply, those above wait in the state. Without
+   watermarks (Canal-JSON without the TiDB extension, DataWorks) every change read applies, in
+   partition order. Changes at or below what a table already applied (TiCDC re-sends after a restart)
+   and re-delivered copies within the batch are dropped.
+4. **Apply** per table (:mod:`cdclake.spark.apply`), tables in parallel: DDLs cut its changes into
+   segments; each segment is one MERGE. The changelog and the dead letters get one append each.
+5. **Commit** the new positions, watermarks, carried messages and pending changes in one state commit.
+
+Every commit of steps 1–5 names its batch in the snapshot summary; a batch re-run after a crash skips
+what was committed, so each change is applied once, whatever the point of the crash.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdclake.errors import CdclakeError, OptionError
+from cdclake.eventjson import event_from_json, schema_from_json
+from cdclake.formats import get_codec
+from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
+from cdclake.schema.ddl import (
+    CreateTable,
+    DropTable,
+    RenameTable,
+    SchemaChange,
+    TruncateTable,
+    interpret,
+    schema_after,
+    table_before,
+)
+from cdclake.schema.evolution import EvolutionPolicy, alter_statements, changes_seen_in_rows, plan
+from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
+from cdclake.spark import apply
+from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
+from cdclake.spark.state import (
+    JobState,
+    Position,
+    TableState,
+    append_plan,
+    ensure_state_table,
+    load_state,
+    prune_primes,
+    write_state,
+)
+from cdclake.types import MySQLType
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+CHANGELOG_DDL = (
+    "`database` string, `table` string, `op` string, `commit_ts` bigint, `before` string, `after` string, "
+    "`topic` string, `partition` int, `offset` bigint, `index` int, `batch` bigint"
+)
+DEAD_LETTER_DDL = (
+    "`topic` string, `partition` int, `offset` bigint, `timestamp_ms` bigint, `raw_key` binary, "
+    "`raw_value` binary, `reason` string, `batch` bigint"
+)
+TAIL_CHOICES = ("keep", "apply")
+BAD_MESSAGE_CHOICES = ("dead-letter", "fail")
+
+
+class BadMessageError(CdclakeError):
+    """A message could not be decoded and the job is configured to stop at the first one."""
+
+
+@dataclass(frozen=True)
+class ReplicateConfig:
+    """What ``cdclake replicate`` does, whatever the source.
+
+    ``include``/``exclude`` are regular expressions matched against ``database.table`` (exclude
+    wins); ``table_mapping`` maps ``database.table`` to a lake ``namespace.table``; other tables go to
+    ``target_namespace`` (``{database}`` stands for the upstream database) under their own name.
+    ``unresolved_tail`` says what ``--once`` does with changes above the resolved ts once the source
+    has nothing more: ``keep`` them for a later run (transactionally consistent), or ``apply`` them.
+    """
+
+    format: str
+    format_options: Mapping[str, Any] = field(default_factory=dict)
+    catalog: str = "lake"
+    namespace: str = "cdclake"
+    include: str | None = None
+    exclude: str | None = None
+    table_mapping: Mapping[str, str] = field(default_factory=dict)
+    target_namespace: str = "{database}"
+    max_batch_records: int = 200_000
+    unresolved_tail: str = "keep"
+    on_bad_message: str = "dead-letter"
+    evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
+    write_mode: str = "merge-on-read"
+    parallel_tables: int = 4
+
+    def __post_init__(self) -> None:
+        if self.unresolved_tail not in TAIL_CHOICES:
+            raise OptionError(f"unresolved-tail={self.unresolved_tail!r}: one of {', '.join(TAIL_CHOICES)}")
+        if self.on_bad_message not in BAD_MESSAGE_CHOICES:
+            raise OptionError(f"on-bad-message={self.on_bad_message!r}: one of {', '.join(BAD_MESSAGE_CHOICES)}")
+        if self.max_batch_records < 1:
+            raise OptionError(f"max-batch-records={self.max_batch_records}: must be at least 1")
+        for name, pattern in (("include", self.include), ("exclude", self.exclude)):
+            if pattern is not None:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise OptionError(f"{name}={pattern!r}: not a regular expression: {exc}") from None
+
+
+@dataclass
+class BatchReport:
+    """What one batch did, for the live display and the logs."""
+
+    batch: int
+    records: int = 0
+    changes_applied: int = 0
+    changes_pending: int = 0
+    dead_letters: int = 0
+    resolved_ts: int | None = None
+    tables: dict[str, int] = field(default_factory=dict)
+    lag: dict[tuple[str, int], int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class _Segment:
+    """A table's changes between two of its DDLs; ``columns`` the column sets its rows carry."""
+
+    index: int
+    changes: int = 0
+    columns: list[tuple[dict[str, str], list[str]]] = field(default_factory=list)
+
+
+@dataclass
+class _TableWork:
+    """A table's part of the batch: its DDLs in order, each with its position (commit ts, or Kafka
+    timestamp for formats without watermarks), and its rows' segments."""
+
+    key: tuple[str, str]
+    ddls: list[tuple[int, Ddl]] = field(default_factory=list)
+    segments: dict[int, _Segment] = field(default_factory=dict)
+    bootstrap: TableSchema | None = None
+
+
+class Replicator:
+    """Replicates ``source`` into the catalog's tables; :meth:`run` loops, :meth:`step` runs one batch."""
+
+    def __init__(self, spark: SparkSession, source: Source, config: ReplicateConfig) -> None:
+        self.spark, self.source, self.config = spark, source, config
+        self.codec = get_codec(config.format)
+        self.options = self.codec.resolve(config.format_options)
+        self.watermarks = self.codec.has_watermarks(self.options)
+        self.settings = apply.WriteSettings(config.write_mode)
+        self._include = re.compile(config.include) if config.include else None
+        self._exclude = re.compile(config.exclude) if config.exclude else None
+        catalog, namespace = config.catalog, config.namespace
+        ensure_state_table(spark, catalog, namespace)
+        for name, ddl in (("changelog", CHANGELOG_DDL), ("dead_letters", DEAD_LETTER_DDL)):
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {self._system(name)} ({ddl}) USING iceberg "
+                      "TBLPROPERTIES ('format-version'='2')")
+
+    # --- the loop -------------------------------------------------------------------------------------
+
+    def run(self, once: bool = True, interval_s: float = 5.0, stop: threading.Event | None = None,
+            on_batch: Callable[[BatchReport], None] | None = None) -> list[BatchReport]:
+        """Batches until caught up (``once``), or until ``stop`` is set; a stop request waits for the
+        batch under way to commit."""
+        reports = []
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            report = self.step(finishing=once)
+            if report is not None:
+                reports.append(report)
+                if on_batch is not None:
+                    on_batch(report)
+                continue
+            if once:
+                break
+            stop.wait(interval_s)
+        return reports
+
+    def step(self, finishing: bool = False) -> BatchReport | None:
+        """One batch; None when there was nothing to read (and, finishing, no tail left to apply)."""
+        started = time.monotonic()
+        state, pending = load_state(self.spark, self.config.catalog, self.config.namespace)
+        batch = state.batch + 1
+        recovering = bool(state.plan)
+        extents = self.source.extents()
+        if recovering:
+            ranges = state.plan
+        else:
+            ranges = plan_ranges(extents, state.positions_map(), self.config.max_batch_records)
+            tail = finishing and self.config.unresolved_tail == "apply" and self.watermarks
+            if not ranges and not (tail and not pending.isEmpty()):
+                return None
+            state.plan = ranges
+            append_plan(self.spark, self.config.catalog, self.config.namespace, ranges, batch)
+        report = BatchReport(batch)
+        # Nothing left to read while finishing: the tail above the resolved ts is applied if asked.
+        apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
+        self._apply_batch(state, pending, ranges, extents, batch, recovering, apply_all, report)
+        report.lag = {tp: extent.high - state.positions.get(tp, Position(extent.low)).next_offset
+                      for tp, extent in extents.items()}
+        report.seconds = time.monotonic() - started
+        return report
+
+    # --- one batch ------------------------------------------------------------------------------------
+
+    def _apply_batch(self, state: JobState, pending: DataFrame, ranges: list[OffsetRange],
+                     extents: Mapping[tuple[str, int], PartitionExtent], batch: int, recovering: bool,
+                     apply_all: bool, report: BatchReport) -> None:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        decoded = self._decode(ranges, state).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            report.records = sum(r.size for r in ranges)
+            self._advance_positions(state, decoded, ranges, extents)
+            resolved = None if apply_all else self._resolved_ts(state)
+            report.resolved_ts = resolved
+            changes = self._selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
+            ready = F.lit(True) if resolved is None else F.coalesce(F.col("commit_ts") <= resolved, F.lit(True))
+            waiting = changes.filter(~ready) if resolved is not None else None
+            applicable = self._deduplicated(self._not_yet_applied(changes.filter(ready), state))
+            errors = decoded.filter("kind = 'error'")
+            if self.config.on_bad_message == "fail":
+                self._fail_on_first(errors)
+            work = self._plan_tables(applicable, decoded, state)
+            applicable = applicable.withColumn("_segment", self._segment_column(work)).persist(
+                StorageLevel.MEMORY_AND_DISK)
+            try:
+                report.changes_applied = self._append_changelog(applicable, batch, recovering)
+                report.dead_letters = self._append_dead_letters(errors, batch, recovering)
+                self._apply_tables(state, work, applicable, batch, recovering, resolved, report)
+            finally:
+                applicable.unpersist()
+            self._carry_on(state, decoded, ranges)
+            waiting_frame = waiting.persist(StorageLevel.MEMORY_AND_DISK) if waiting is not None else None
+            report.changes_pending = waiting_frame.filter("kind = 'row'").count() if waiting_frame is not None else 0
+            state.plan = []
+            write_state(self.spark, self.config.catalog, self.config.namespace, state, batch,
+                        waiting_frame.select(*CHANGE_NAMES) if waiting_frame is not None else None)
+            if waiting_frame is not None:
+                waiting_frame.unpersist()
+        finally:
+            decoded.unpersist()
+
+    def _decode(self, ranges: list[OffsetRange], state: JobState) -> DataFrame:
+        """The change records of ``ranges``, decoded on the executors, one task per range."""
+        import pickle
+
+        tasks = [DecodeTask(r, tuple(entry[0] for entry in state.carried.get((r.topic, r.partition), [])))
+                 for r in ranges]
+        source, format_name, options = self.source, self.config.format, dict(self.options)
+        rows = [(index, pickle.dumps(task)) for index, task in enumerate(tasks)]
+        task_rdd = self.spark.sparkContext.parallelize(rows, max(1, len(rows)))
+        task_frame = self.spark.createDataFrame(task_rdd, "task int, payload binary")
+
+        def decode(batches: Iterable[Any]) -> Iterator[Any]:
+            import pickle
+
+            mine = [pickle.loads(payload) for arrow in batches for payload in arrow.column("payload").to_pylist()]
+            yield from decode_tasks(source, format_name, options, mine)
+
+        return task_frame.mapInArrow(decode, CHANGE_DDL)
+
+    def _advance_positions(self, state: JobState, decoded: DataFrame, ranges: list[OffsetRange],
+                           extents: Mapping[tuple[str, int], PartitionExtent]) -> None:
+        for tp, extent in extents.items():
+            state.positions.setdefault(tp, Position(extent.low))
+        for planned in ranges:
+            state.positions[(planned.topic, planned.partition)].next_offset = planned.end
+        progress = (decoded.filter("kind IN ('watermark', 'heartbeat')").groupBy("topic", "partition", "kind")
+                    .agg({"commit_ts": "max"}).collect())
+        for row in progress:
+            position = state.positions[(row["topic"], row["partition"])]
+            newest = row["max(commit_ts)"]
+            if row["kind"] == "watermark":
+                position.watermark = max(position.watermark or 0, newest)
+            else:
+                position.heartbeat_ms = max(position.heartbeat_ms or 0, newest)
+
+    def _resolved_ts(self, state: JobState) -> int | None:
+        """The ts every partition has announced; None for a format without watermarks (every change
+        read applies)."""
+        if not self.watermarks:
+            return None
+        marks = [position.watermark for position in state.positions.values()]
+        return 0 if not marks or None in marks else min(m for m in marks if m is not None)
+
+    # --- selecting changes ----------------------------------------------------------------------------
+
+    def _selected(self, changes: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        name = F.concat_ws(".", "database", "table")
+        if self._include is not None:
+            changes = changes.filter(name.rlike(f"^(?:{self.config.include})$"))
+        if self._exclude is not None:
+            changes = changes.filter(~name.rlike(f"^(?:{self.config.exclude})$"))
+        return changes
+
+    def _not_yet_applied(self, changes: DataFrame, state: JobState) -> DataFrame:
+        """Without the changes at or below the resolved ts each table has applied already."""
+        from pyspark.sql import functions as F
+
+        applied = [(db, table, known.applied_ts) for (db, table), known in state.tables.items()
+                   if known.applied_ts is not None]
+        if not self.watermarks or not applied:
+            return changes
+        marks = self.spark.createDataFrame(applied, "`database` string, `table` string, `_applied` bigint")
+        joined = changes.join(F.broadcast(marks), ["database", "table"], "left")
+        return joined.filter("_applied IS NULL OR commit_ts IS NULL OR commit_ts > _applied").drop("_applied")
+
+    def _deduplicated(self, changes: DataFrame) -> DataFrame:
+        """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
+        the first delivery kept."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
+        first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
+        # A DDL is sent to every partition: its copies differ only in their origin.
+        event_id = F.when(F.col("kind") == "ddl", F.get_json_object("event", "$.sql"))
+        return (changes.withColumn("event_id", event_id).withColumn("_copy", F.row_number().over(first))
+                .filter("_copy = 1").drop("_copy", "event_id"))
+
+    def _fail_on_first(self, errors: DataFrame) -> None:
+        first = errors.orderBy("topic", "partition", "offset").select("topic", "partition", "offset", "reason").first()
+        if first is not None:
+            raise BadMessageError(f"{first['topic']}[{first['partition']}]@{first['offset']}: {first['reason']} "
+                                  "(on-bad-message = fail: nothing of this batch was applied)")
+
+    # --- planning the tables' work --------------------------------------------------------------------
+
+    def _plan_tables(self, applicable: DataFrame, decoded: DataFrame, state: JobState
+                     ) -> dict[tuple[str, str], _TableWork]:
+        """The DDLs, and the column sets of rows, of each table in this batch (small: collected)."""
+        work: dict[tuple[str, str], _TableWork] = {}
+        ddl_rows = applicable.filter("kind = 'ddl'").orderBy("commit_ts", "timestamp_ms", "partition", "offset")
+        for row in ddl_rows.collect():
+            ddl = event_from_json(orjson.loads(row["event"]))
+            assert isinstance(ddl, Ddl)
+            position = row["commit_ts"] if self.watermarks else row["timestamp_ms"]
+            # A RENAME TABLE belongs to the table it renames, which TiCDC does not name.
+            key = table_before(ddl)
+            table_work = work.setdefault(key, _TableWork(key))
+            table_work.ddls.append((position or 0, ddl))
+        for row in self._selected(decoded.filter("kind = 'bootstrap'")).select("database", "table", "event").collect():
+            schema = schema_from_json(orjson.loads(row["event"]))
+            key = (schema.database, schema.table)
+            if key not in state.tables:
+                work.setdefault(key, _TableWork(key)).bootstrap = schema
+        segmented = applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
+        groups = segmented.groupBy("database", "table", "_segment", "columns", "key_columns").count().collect()
+        for row in groups:
+            key = (row["database"], row["table"])
+            segments = work.setdefault(key, _TableWork(key)).segments
+            segment = segments.setdefault(row["_segment"], _Segment(row["_segment"]))
+            segment.changes += row["count"]
+            segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
+        return work
+
+    def _segment_column(self, work: Mapping[tuple[str, str], _TableWork]) -> Any:
+        """Per change, how many of its table's DDLs come before it (the DDL barrier)."""
+        from pyspark.sql import functions as F
+
+        position = F.col("commit_ts") if self.watermarks else F.col("timestamp_ms")
+        segment = F.lit(0)
+        for (database, table), table_work in work.items():
+            if not table_work.ddls:
+                continue
+            count = sum((F.coalesce(position, F.lit(0)) >= p).cast("int") for p, _ in table_work.ddls)
+            segment = F.when((F.col("database") == database) & (F.col("table") == table), count).otherwise(segment)
+        return segment
+
+    # --- applying -------------------------------------------------------------------------------------
+
+    def _apply_tables(self, state: JobState, work: dict[tuple[str, str], _TableWork], applicable: DataFrame,
+                      batch: int, recovering: bool, resolved: int | None, report: BatchReport) -> None:
+        lock = threading.Lock()
+
+        def one(table_work: _TableWork) -> None:
+            touched = self._apply_table(state, table_work, applicable, batch, recovering, resolved, lock)
+            with lock:
+                report.tables.update(touched)
+
+        # A RENAME TABLE touches two tables' work: then one table after the other, in DDL order.
+        renames = any(ddl.kind is DdlKind.RENAME_TABLE for table_work in work.values() for _, ddl in table_work.ddls)
+        ordered = sorted(work.values(), key=lambda w: w.ddls[0][0] if w.ddls else 2**63)
+        with ThreadPoolExecutor(max_workers=1 if renames else self.config.parallel_tables) as pool:
+            for future in [pool.submit(one, table_work) for table_work in ordered]:
+                future.result()
+
+    def _apply_table(self, state: JobState, work: _TableWork, applicable: DataFrame, batch: int,
+                     recovering: bool, resolved: int | None, lock: threading.Lock) -> dict[str, int]:
+        from pyspark.sql import functions as F
+
+        key = work.key
+        known = state.tables.get(key)
+        if known is None and work.bootstrap is not None:
+            known = self._create(key, work.bootstrap)
+        done = apply.last_step(self.spark, known.lake_table) if recovering and known is not None and apply.table_exists(
+            self.spark, known.lake_table) else (0, 0)
+        step = 0
+        touched: dict[str, int] = {}
+        rows = applicable.filter((F.col("kind") == "row") & (F.col("database") == key[0]) & (F.col("table") == key[1]))
+        segment_count = len(work.ddls) + 1
+        for index in range(segment_count):
+            if index > 0:
+                known, step = self._apply_ddl(known, work.ddls[index - 1][1], batch, step, done, resolved)
+                key = work.key if known is None else (known.schema.database, known.schema.table)
+            segment = work.segments.get(index)
+            if segment is None or segment.changes == 0:
+                continue
+            known = self._evolve_for_rows(key, known, segment)
+            step += 1
+            if (batch, step) > done:
+                properties = self._properties(batch, step, resolved)
+                apply.merge_changes(self.spark, known.lake_table, known.schema,
+                                    rows.filter(F.col("_segment") == index), properties)
+            touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
+        with lock:
+            if known is not None:
+                if resolved is not None:
+                    known.applied_ts = resolved
+                state.tables[key] = known
+            elif work.key in state.tables:
+                del state.tables[work.key]
+        return touched
+
+    def _properties(self, batch: int, step: int, resolved: int | None) -> dict[str, str]:
+        properties = {apply.BATCH_PROPERTY: str(batch), apply.STEP_PROPERTY: str(step)}
+        if resolved is not None:
+            properties[apply.RESOLVED_PROPERTY] = str(resolved)
+        return properties
+
+    def _create(self, key: tuple[str, str], schema: TableSchema) -> TableState:
+        lake_table = self._lake_name(*key)
+        apply.create_table(self.spark, lake_table, schema, self.settings)
+        return TableState(schema, lake_table)
+
+    def _evolve_for_rows(self, key: tuple[str, str], known: TableState | None, segment: _Segment) -> TableState:
+        """The table, created from its rows' column types on first sight, with the columns the rows
+        carry added or changed as Iceberg allows."""
+        if known is None:
+            columns, key_columns = segment.columns[0]
+            schema = TableSchema(key[0], key[1], tuple(ColumnSchema(n, MySQLType.parse(t)) for n, t in columns.items()),
+                                 (IndexSchema("PRIMARY", tuple(key_columns), unique=True, primary=True),)
+                                 if key_columns else ())
+            known = self._create(key, schema)
+        for columns, _ in segment.columns:
+            changes = changes_seen_in_rows(known.schema, {n: MySQLType.parse(t) for n, t in columns.items()})
+            if changes:
+                known = self._evolve(known, changes)
+        return known
+
+    def _evolve(self, known: TableState, changes: list[SchemaChange]) -> TableState:
+        # Planned against the lake table as it is, not as the state remembers it: a batch re-run after a
+        # crash finds its DDL already applied, and plans nothing.
+        lake_now = apply.lake_columns_of(self.spark, known.lake_table)
+        lake_changes = plan(known.lake_table, lake_now, changes, self.config.evolution, mysql_schema=known.schema)
+        apply.run_statements(self.spark, alter_statements(known.lake_table, lake_changes))
+        after = schema_after(known.schema, changes)
+        assert after is not None
+        return TableState(after, known.lake_table, known.applied_ts)
+
+    def _apply_ddl(self, known: TableState | None, ddl: Ddl, batch: int, step: int, done: tuple[int, int],
+                   resolved: int | None) -> tuple[TableState | None, int]:
+        changes = interpret(ddl, known.schema if known is not None else None)
+        for change in changes:
+            if isinstance(change, CreateTable):
+                known = self._create((change.schema.database, change.schema.table), change.schema)
+            elif known is None:
+                continue  # a change to a table this job does not mirror (created before the stream began)
+            elif isinstance(change, DropTable):
+                self.spark.sql(f"DROP TABLE IF EXISTS {known.lake_table}")
+                known = None
+            elif isinstance(change, TruncateTable):
+                step += 1
+                if (batch, step) > done:
+                    apply.truncate(self.spark, known.lake_table, self._properties(batch, step, resolved))
+            elif isinstance(change, RenameTable):
+                known = self._rename(known, change)
+            else:
+                known = self._evolve(known, [change])
+        return known, step
+
+    def _rename(self, known: TableState, change: RenameTable) -> TableState:
+        target = self._lake_name(change.database, change.table)
+        if not apply.table_exists(self.spark, target):
+            # Hadoop catalogs cannot rename: copy in one commit, then drop the old table.
+            self.spark.sql(f"CREATE TABLE {target} USING iceberg TBLPROPERTIES ('format-version'='2') "
+                           f"AS SELECT * FROM {known.lake_table}")
+        self.spark.sql(f"DROP TABLE IF EXISTS {known.lake_table}")
+        schema = known.schema
+        renamed = TableSchema(change.database, change.table, schema.columns, schema.indexes, schema.table_id,
+                              schema.version)
+        return TableState(renamed, target, known.applied_ts)
+
+    def _lake_name(self, database: str, table: str) -> str:
+        mapped = self.config.table_mapping.get(f"{database}.{table}")
+        if mapped is not None:
+            namespace, _, name = mapped.rpartition(".")
+        else:
+            namespace, name = self.config.target_namespace.format(database=database), table
+        return f"{apply.quote(self.config.catalog)}.{apply.quote(namespace)}.{apply.quote(name)}"
+
+    def _system(self, name: str) -> str:
+        return f"{apply.quote(self.config.catalog)}.{apply.quote(self.config.namespace)}.{apply.quote(name)}"
+
+    # --- the job's own tables -------------------------------------------------------------------------
+
+    def _already_committed(self, table: str, batch: int) -> bool:
+        return apply.last_step(self.spark, table)[0] >= batch
+
+    def _append_changelog(self, applicable: DataFrame, batch: int, recovering: bool) -> int:
+        from pyspark.sql import functions as F
+
+        rows = applicable.filter("kind = 'row'")
+        count = rows.count()
+        target = self._system("changelog")
+        if count and not (recovering and self._already_committed(target, batch)):
+            (rows.select("database", "table", "op", "commit_ts", "before", "after", "topic", "partition", "offset",
+                         "index", F.lit(batch).cast("bigint").alias("batch"))
+             .writeTo(target).option(f"snapshot-property.{apply.BATCH_PROPERTY}", str(batch)).append())
+        return count
+
+    def _append_dead_letters(self, errors: DataFrame, batch: int, recovering: bool) -> int:
+        from pyspark.sql import functions as F
+
+        count = errors.count()
+        target = self._system("dead_letters")
+        if count and not (recovering and self._already_committed(target, batch)):
+            (errors.select("topic", "partition", "offset", "timestamp_ms", "raw_key", "raw_value", "reason",
+                           F.lit(batch).cast("bigint").alias("batch"))
+             .writeTo(target).option(f"snapshot-property.{apply.BATCH_PROPERTY}", str(batch)).append())
+        return count
+
+    def _carry_on(self, state: JobState, decoded: DataFrame, ranges: list[OffsetRange]) -> None:
+        """The carried messages after this batch: the decoded partitions' new ones, plus their schema
+        messages from before; partitions not read keep theirs."""
+        new: dict[tuple[str, int], list[tuple[CarriedMessage, str | None, str | None, int | None]]] = {}
+        for row in decoded.filter("kind = 'carry'").collect():
+            from cdclake.model import Origin, RawMessage
+
+            message = RawMessage(row["raw_key"], row["raw_value"],
+                                 Origin(topic=row["topic"], partition=row["partition"], offset=row["offset"]),
+                                 row["timestamp_ms"])
+            version = int(row["sequence"]) if row["sequence"] is not None else None
+            new.setdefault((row["topic"], row["partition"]), []).append(
+                (CarriedMessage(row["reason"], message), row["database"], row["table"], version))
+        for planned in ranges:
+            tp = (planned.topic, planned.partition)
+            old_primes = [entry for entry in state.carried.get(tp, []) if entry[0].role == "prime"]
+            state.carried[tp] = prune_primes([*old_primes, *new.get(tp, [])])
+
+
+def status(spark: SparkSession, catalog: str = "lake", namespace: str = "cdclake",
+           source: Source | None = None) -> dict[str, Any]:
+    """Per table the applied resolved ts, rows and last commit; per partition the committed offset and
+    (with ``source``) the lag."""
+    state, _ = load_state(spark, catalog, namespace)
+    extents = source.extents() if source is not None else {}
+    tables = []
+    for (database, table), known in sorted(state.tables.items()):
+        last = spark.sql(f"SELECT committed_at, summary FROM {known.lake_table}.snapshots "
+                         "ORDER BY committed_at DESC LIMIT 1").collect()
+        rows = spark.table(known.lake_table).count()
+        tables.append({"upstream": f"{database}.{table}", "lake_table": known.lake_table, "rows": rows,
+                       "applied_ts": known.applied_ts,
+                       "last_commit": last[0]["committed_at"].isoformat() if last else None})
+    partitions = []
+    for (topic, partition), position in sorted(state.positions.items()):
+        extent = extents.get((topic, partition))
+        partitions.append({"topic": topic, "partition": partition, "offset": position.next_offset,
+                           "watermark": position.watermark,
+                           "lag": None if extent is None else extent.high - position.next_offset})
+    return {"batch": state.batch, "tables": tables, "partitions": partitions}

@@ -1,0 +1,196 @@
+"""The job's own state, kept in one Iceberg table so that every change to it is one atomic commit.
+
+A replication job needs, between batches: where each partition's reading stands and the newest
+watermark it announced; the changes read but not applied yet (above the resolved ts); the raw
+messages its decoders need again (schema messages, rows waiting for their schema); what it knows of
+each upstream table (its schema, its lake table, the resolved ts applied to it); and, while a batch is
+being applied, the batch's plan, so that a restart re-applies exactly the same ranges.
+
+All of it lives in the rows of ``<catalog>.<namespace>.state``, a table of change records
+(:mod:`cdclake.spark.changes`) with three more columns: ``state`` (what the row is), ``batch`` and
+``end_offset``. The table is replaced whole at each commit: it holds only what the next batch needs.
+
+========= =================================================================================
+state     the row
+========= =================================================================================
+position  topic, partition; ``offset`` the next to read, ``commit_ts`` the newest watermark
+          (null before the first), ``timestamp_ms`` the newest heartbeat
+plan      topic, partition, ``offset`` .. ``end_offset``: the ranges of batch ``batch``, present
+          only between its start and its end
+pending   a change record waiting for the resolved ts to reach it
+carry     a raw message carried into the next batch's decoding (see changes.py)
+table     database, table (upstream names); ``event`` the schema as JSON, ``reason`` the lake
+          table, ``commit_ts`` the resolved ts applied to it
+========= =================================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdclake.eventjson import schema_from_json, schema_to_json
+from cdclake.model import Origin, RawMessage, TableSchema
+from cdclake.sources.ranges import OffsetRange
+from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+STATE_DDL = f"`state` string, `batch` bigint, `end_offset` bigint, {CHANGE_DDL}"
+STATE_NAMES = ("state", "batch", "end_offset", *CHANGE_NAMES)
+BATCH_PROPERTY = "cdclake.batch"
+
+
+@dataclass
+class Position:
+    next_offset: int
+    watermark: int | None = None
+    heartbeat_ms: int | None = None
+
+
+@dataclass
+class TableState:
+    """What the job knows of one upstream table."""
+
+    schema: TableSchema
+    lake_table: str
+    applied_ts: int | None = None
+
+
+@dataclass
+class JobState:
+    """The state after batch ``batch`` (or, with ``plan``, during batch ``batch + 1``)."""
+
+    batch: int = 0
+    positions: dict[tuple[str, int], Position] = field(default_factory=dict)
+    carried: dict[tuple[str, int], list[tuple[CarriedMessage, str | None, str | None, int | None]]] = field(
+        default_factory=dict
+    )
+    tables: dict[tuple[str, str], TableState] = field(default_factory=dict)
+    plan: list[OffsetRange] = field(default_factory=list)
+
+    def positions_map(self) -> dict[tuple[str, int], int]:
+        return {tp: position.next_offset for tp, position in self.positions.items()}
+
+
+def state_table(catalog: str, namespace: str) -> str:
+    return f"`{catalog}`.`{namespace}`.`state`"
+
+
+def ensure_state_table(spark: SparkSession, catalog: str, namespace: str) -> None:
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{namespace}`")
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {state_table(catalog, namespace)} ({STATE_DDL}) USING iceberg "
+        "TBLPROPERTIES ('format-version'='2')"
+    )
+
+
+def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobState, DataFrame]:
+    """The job state without its pending changes, and the pending changes as a DataFrame."""
+    table = spark.table(state_table(catalog, namespace))
+    small = table.filter("state != 'pending'").collect()
+    state = JobState()
+    for row in small:
+        kind = row["state"]
+        state.batch = max(state.batch, row["batch"] or 0)
+        tp = (row["topic"], row["partition"])
+        if kind == "position":
+            state.positions[tp] = Position(row["offset"], row["commit_ts"], row["timestamp_ms"])
+        elif kind == "plan":
+            state.plan.append(OffsetRange(row["topic"], row["partition"], row["offset"], row["end_offset"]))
+        elif kind == "carry":
+            message = RawMessage(row["raw_key"], row["raw_value"],
+                                 Origin(topic=row["topic"], partition=row["partition"], offset=row["offset"]),
+                                 row["timestamp_ms"])
+            version = int(row["sequence"]) if row["sequence"] is not None else None
+            state.carried.setdefault(tp, []).append(
+                (CarriedMessage(row["reason"], message), row["database"], row["table"], version)
+            )
+        elif kind == "table":
+            schema = schema_from_json(orjson.loads(row["event"]))
+            state.tables[(row["database"], row["table"])] = TableState(schema, row["reason"], row["commit_ts"])
+    if state.plan:
+        state.batch -= 1  # the plan row carries the batch it plans; the state is that of the one before
+    state.plan.sort()
+    pending = table.filter("state = 'pending'").select(*CHANGE_NAMES)
+    return state, pending
+
+
+def _row(state: str, batch: int, **fields: Any) -> tuple[Any, ...]:
+    values = {"state": state, "batch": batch, **fields}
+    return tuple(values.get(name) for name in STATE_NAMES)
+
+
+def small_rows(state: JobState, batch: int, with_plan: bool) -> list[tuple[Any, ...]]:
+    """Every state row but the pending changes, for the state after ``batch``."""
+    rows = []
+    for (topic, partition), position in sorted(state.positions.items()):
+        rows.append(_row("position", batch, topic=topic, partition=partition, offset=position.next_offset,
+                         commit_ts=position.watermark, timestamp_ms=position.heartbeat_ms))
+    if with_plan:
+        for planned in state.plan:
+            rows.append(_row("plan", batch + 1, topic=planned.topic, partition=planned.partition,
+                             offset=planned.start, end_offset=planned.end))
+    for carried_list in state.carried.values():
+        for carried, database, table, version in carried_list:
+            origin = carried.message.origin
+            rows.append(_row("carry", batch, topic=origin.topic, partition=origin.partition, offset=origin.offset,
+                             raw_key=carried.message.key, raw_value=carried.message.value,
+                             timestamp_ms=carried.message.timestamp_ms, reason=carried.role, database=database,
+                             table=table, sequence=None if version is None else str(version)))
+    for (database, table), known in sorted(state.tables.items()):
+        rows.append(_row("table", batch, database=database, table=table, reason=known.lake_table,
+                         commit_ts=known.applied_ts, event=orjson.dumps(schema_to_json(known.schema)).decode()))
+    return rows
+
+
+def write_state(spark: SparkSession, catalog: str, namespace: str, state: JobState, batch: int,
+                pending: DataFrame | None, with_plan: bool = False) -> None:
+    """Replace the state with ``state`` after ``batch`` (plus the plan of the next batch if asked) and
+    the ``pending`` change records, in one commit."""
+    from pyspark.sql import functions as F
+
+    small = spark.createDataFrame(small_rows(state, batch, with_plan), STATE_DDL)
+    frame = small
+    if pending is not None:
+        frame = small.unionByName(
+            pending.select(F.lit("pending").alias("state"), F.lit(batch).cast("bigint").alias("batch"),
+                           F.lit(None).cast("bigint").alias("end_offset"), *CHANGE_NAMES)
+        )
+    (frame.writeTo(state_table(catalog, namespace))
+     .option(f"snapshot-property.{BATCH_PROPERTY}", str(batch + 1 if with_plan else batch))
+     .overwrite(F.lit(True)))
+
+
+def append_plan(spark: SparkSession, catalog: str, namespace: str, plan: Iterable[OffsetRange], batch: int) -> None:
+    """Record the ranges batch ``batch`` is about to apply, before it applies anything."""
+    rows = [_row("plan", batch, topic=planned.topic, partition=planned.partition, offset=planned.start,
+                 end_offset=planned.end) for planned in plan]
+    spark.createDataFrame(rows, STATE_DDL).writeTo(state_table(catalog, namespace)).append()
+
+
+def prune_primes(
+    carried: list[tuple[CarriedMessage, str | None, str | None, int | None]], versions_kept: int = 2
+) -> list[tuple[CarriedMessage, str | None, str | None, int | None]]:
+    """One schema message per table version, for the newest ``versions_kept`` versions of each table;
+    held messages all kept. Rows of an older version than those cannot still be on their way: TiCDC
+    sends a DDL only after every row before it."""
+    held = [entry for entry in carried if entry[0].role != "prime"]
+    primes: dict[tuple[str | None, str | None, int | None], tuple[CarriedMessage, str | None, str | None, int | None]]
+    primes = {}
+    for entry in carried:
+        if entry[0].role == "prime":
+            primes.setdefault((entry[1], entry[2], entry[3]), entry)
+    newest: dict[tuple[str | None, str | None], list[int | None]] = {}
+    for database, table, version in primes:
+        newest.setdefault((database, table), []).append(version)
+    kept = []
+    for (database, table, version), entry in primes.items():
+        versions = sorted(newest[(database, table)], key=lambda v: -1 if v is None else v)
+        if version in versions[-versions_kept:]:
+            kept.append(entry)
+    return kept + held
