@@ -1,14 +1,18 @@
-"""The ``cdclake`` command: decode messages of a wire format into event JSON, and encode event JSON back.
+"""The ``cdclake`` command.
 
 ``decode`` prints one JSON object per event on standard output (the form :mod:`cdclake.eventjson`
 documents) and one line per message it cannot decode on standard error; ``encode`` reads that JSON and
 writes the format's messages (see :mod:`cdclake.message_files` for the file layouts). Exit status: 0 when
 every message went through, 1 when some did not (the rest still did), 2 for a wrong command line.
+``capture`` saves Kafka topics as captured topics; ``replicate``, ``status`` and ``demo`` (in
+:mod:`cdclake.cli_replicate`) run the replication job.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
@@ -20,7 +24,8 @@ from rich.console import Console
 from rich.text import Text
 
 from cdclake import samples
-from cdclake.errors import DecodeError, EncodeError, OptionError
+from cdclake.cli_replicate import demo, replicate, status
+from cdclake.errors import CdclakeError, DecodeError, EncodeError, OptionError
 from cdclake.eventjson import dumps_event, loads_event
 from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.formats.base import Codec
@@ -42,7 +47,7 @@ from cdclake.sources.captured import CaptureError, partitions, read_partition, t
 _Part = TypeVar("_Part")
 
 app = typer.Typer(
-    help="Decode and encode the Kafka change-stream formats of TiCDC and Alibaba DataWorks.",
+    help="Decode, encode, capture and replicate the Kafka change streams of TiCDC and Alibaba DataWorks.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -312,6 +317,114 @@ def encode(
     if report.failures:
         report.note(f"{report.failures} lines of {source} could not be read as events")
     report.exit()
+
+
+@app.command()
+def capture(
+    bootstrap_servers: Annotated[
+        str,
+        typer.Option("--bootstrap-servers", "-b", metavar="HOST:PORT", help="Kafka brokers, comma-separated.",
+                     show_default=False),
+    ],
+    to: Annotated[
+        Path,
+        typer.Option("--to", metavar="DIR", help="Where to capture: a new or empty directory, or an earlier "
+                     "capture to continue.", show_default=False),
+    ],
+    topic: Annotated[
+        list[str] | None, typer.Option("--topic", "-t", metavar="NAME", help="A topic to capture; repeatable.")
+    ] = None,
+    topic_pattern: Annotated[
+        str | None,
+        typer.Option("--topic-pattern", metavar="REGEX", help="Capture every topic whose whole name matches "
+                     "REGEX (except Kafka's own, named __*)."),
+    ] = None,
+    kafka_option: Annotated[
+        list[str] | None,
+        typer.Option("--kafka-option", "-X", metavar="KEY=VALUE", help="A librdkafka setting, such as "
+                     "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512 or ssl.ca.location=PATH; repeatable."),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume/--from-beginning", help="Continue what DIR holds of these topics, or capture each "
+                     "partition from its first offset, refusing a DIR that holds any of them."),
+    ] = True,
+    max_records: Annotated[
+        int | None, typer.Option("--max-records", min=1, metavar="N", help="Stop after N records; a rerun goes on.")
+    ] = None,
+    until_caught_up: Annotated[
+        bool,
+        typer.Option("--until-caught-up/--follow", help="Stop at the end each partition had when the capture "
+                     "began, or keep capturing new records, looking every second, until interrupted."),
+    ] = True,
+) -> None:
+    """Save Kafka topics to DIR as captured topics (docs/captured-topics.md), every record under its offset.
+
+    Each partition is read from where its capture in DIR ends (from its first offset, if nothing is
+    captured yet) to its end; rerunning after a stop or a crash continues without duplicates or gaps.
+    Prints what each partition received. Exit status: 0 when caught up, 1 on an error (what was captured
+    stays, and a rerun continues), 130 when interrupted, 2 for a wrong command line.
+    """
+    # Imported here: confluent_kafka and rich's progress display would slow every other command's start.
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    from cdclake.capture import KafkaCapture
+
+    if (topic is None) == (topic_pattern is None):
+        raise typer.BadParameter("give --topic NAME (repeatable) or --topic-pattern REGEX: one of them")
+    config = {}
+    for item in kafka_option or []:
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="'--kafka-option'")
+        config[key.strip()] = value
+    if "bootstrap.servers" in config:
+        raise typer.BadParameter("give the brokers with --bootstrap-servers", param_hint="'--kafka-option'")
+    config["bootstrap.servers"] = bootstrap_servers
+    report = Report()
+    try:
+        kafka_capture = KafkaCapture(config, to, topic, topic_pattern, fresh=not resume)
+    except re.error as exc:
+        raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="'--topic-pattern'") from exc
+    except CaptureError as exc:
+        report.failure(None, str(exc))
+        report.exit()
+    started, interrupted = time.monotonic(), False
+    progress = Progress(TextColumn("capturing"), BarColumn(), MofNCompleteColumn(), TextColumn("records"),
+                        TimeRemainingColumn(), console=report.console, transient=True,
+                        disable=not report.console.is_terminal)
+    with progress, kafka_capture:
+        task = progress.add_task("capture", total=None)
+        try:
+            kafka_capture.run(max_records, follow=not until_caught_up,
+                              on_pass=lambda planned: progress.reset(task, total=planned),
+                              on_records=lambda copied: progress.advance(task, copied))
+        except KeyboardInterrupt:
+            interrupted = True
+        except (CdclakeError, OSError) as exc:
+            report.failure(None, str(exc))
+    for torn in kafka_capture.repaired:
+        report.note(f"{torn.segment}: cut a torn last line ({torn.length} bytes) that a stopped capture left")
+    records = sum(captured.records for captured in kafka_capture.partitions.values())
+    if records or not report.failures:
+        table = Table("topic", "partition", "records", "offsets", title=f"captured into {to}")
+        for (name, partition), captured in sorted(kafka_capture.partitions.items()):
+            offsets = "-" if captured.first is None else f"{captured.first}-{captured.last}"
+            table.add_row(name, str(partition), str(captured.records), offsets)
+        Console(highlight=False).print(table)
+        partitions_read = len(kafka_capture.partitions)
+        report.note(f"{records} record{'s' * (records != 1)} from {partitions_read} "
+                    f"partition{'s' * (partitions_read != 1)} in {time.monotonic() - started:.1f} s")
+    if interrupted:
+        report.note("interrupted; a rerun continues where this capture stopped")
+        raise typer.Exit(130)
+    report.exit()
+
+
+app.command()(replicate)
+app.command()(status)
+app.command()(demo)
 
 
 def main() -> None:

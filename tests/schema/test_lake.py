@@ -108,9 +108,9 @@ def test_lake_type(mysql: str, lake: str) -> None:
             "2024-01-01 00:00:00.000001",
         ),
         ("time(6)", -dt.timedelta(hours=838, minutes=59, seconds=59), "-838:59:59.000000"),
-        ("time(3)", dt.timedelta(hours=1, microseconds=500000), "01:00:00.500"),
-        ("time", dt.timedelta(hours=1, microseconds=500000), "01:00:00.500000"),  # fsp unknown
-        ("time", dt.timedelta(hours=25), "25:00:00"),
+        ("time(3)", dt.timedelta(hours=1, microseconds=500000), "01:00:00.500000"),  # six digits whatever the fsp
+        ("time", dt.timedelta(hours=1, microseconds=500000), "01:00:00.500000"),
+        ("time", dt.timedelta(hours=25), "25:00:00.000000"),
     ],
 )
 def test_lake_text(mysql: str, value: Any, text: str) -> None:

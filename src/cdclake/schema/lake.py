@@ -23,7 +23,7 @@ binary ... longblob, geometry              binary               standard base64
 date                                       date                 ``YYYY-MM-DD``
 datetime                                   timestamp_ntz        ``YYYY-MM-DD HH:MM:SS.ffffff``
 timestamp                                  timestamp            ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC
-time                                       string               MySQL's ``[-]HHH:MM:SS[.fff]`` [1]
+time                                       string               ``[-]HHH:MM:SS.ffffff`` [1]
 =========================================  ===================  ===============================================
 
 A set without members may have up to 64 of them, so its bitmask needs decimal(20,0); a bit column whose
@@ -31,10 +31,10 @@ width the producer did not tell (Open Protocol sends none) may be up to 64 bits 
 bare ``bit`` is ``bit(1)``: :mod:`cdclake.schema.ddl` writes MySQL's defaults out, so a type from
 a CREATE TABLE always has its width.
 
-[1] Iceberg has no interval type, so a TIME keeps MySQL's own text, with the column's fractional-seconds
-    precision (``-838:59:59.000000`` for time(6)); as text it does not sort as durations do. Where
-    the producer did not tell the precision (Open Protocol), the fraction has six digits when it is not
-    zero and none when it is: every value stays exact, and agrees with MySQL's text for a time(0).
+[1] Iceberg has no interval type, so a TIME is text: ``[-]HHH:MM:SS.ffffff``, always with six fraction
+    digits (``-838:59:59.000000``, ``37:33:24.000000``). Formats differ in telling a column's precision
+    (Open Protocol and Canal-JSON say ``time``), and the same value must be the same text whichever
+    format brought it. As text it does not sort as durations do.
 
 **Zero dates.** A :class:`cdclake.types.ZeroTemporal` (``0000-00-00``) names no day; the lake keeps it as
 NULL, as MySQL Connector/J's ``zeroDateTimeBehavior=CONVERT_TO_NULL`` and Debezium do, even where the
@@ -136,7 +136,9 @@ def lake_text_function(mtype: MySQLType) -> LakeText:
     if family is Family.TIMESTAMP:
         return _none_or_zero(_timestamp_text)
     if family is Family.TIME:
-        return _none_or(functools.partial(format_time, fsp=mtype.decimals))
+        # Always six fraction digits: formats differ in telling the column's precision (Open and Canal-JSON
+        # say "time"), and the same value must be the same text whichever format brought it.
+        return _none_or(functools.partial(format_time, fsp=6))
     return _none_or(_text)
 
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -57,19 +59,88 @@ def _segments(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.jsonl") if p.stem.isdigit())
 
 
+@dataclass(frozen=True, slots=True)
+class TornLine:
+    """An incomplete last line cut from a segment: a writer stopped in the middle of writing it."""
+
+    segment: Path
+    length: int
+
+
+def cut_torn_line(root: Path, topic: str, partition: int) -> TornLine | None:
+    """Cut the bytes after the last newline of a partition's last segment, if any.
+
+    A writer writes whole lines, so such bytes can only be a record it did not finish writing (the
+    process or machine stopped mid-write); appending after them would glue the next record to them.
+    """
+    segments = _segments(partition_dir(Path(root), topic, partition))
+    if not segments:
+        return None
+    with segments[-1].open("r+b") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        end = _end_of_last_line(handle, size)
+        if end == size:
+            return None
+        handle.truncate(end)
+        os.fsync(handle.fileno())
+    return TornLine(segments[-1], size - end)
+
+
+def _end_of_last_line(handle: BinaryIO, size: int) -> int:
+    """The position just past the file's last newline (0 if it has none), read backwards in blocks."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        handle.seek(start)
+        newline = handle.read(end - start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _make_directories(directory: Path) -> None:
+    """``mkdir -p``, each new directory's name synced in its parent, so that segments synced into it
+    cannot be lost with it in a crash."""
+    for missing in reversed([d for d in (directory, *directory.parents) if not d.is_dir()]):
+        missing.mkdir(exist_ok=True)
+        _fsync_directory(missing.parent)
+
+
 class CapturedTopicWriter:
-    """Appends records to a captured topic, continuing each partition's offsets where it ends."""
+    """Appends records to a captured topic, continuing each partition where it ends.
+
+    Segments are flushed and fsynced when they roll, on :meth:`sync` and on :meth:`close`, and each new
+    segment's name is synced into its directory, so what a crash leaves is every record up to some
+    point, at worst followed by one torn line; the writer cuts that line when it next opens the partition
+    (see :attr:`repaired`).
+    """
 
     def __init__(self, root: Path, topic: str, segment_records: int = SEGMENT_RECORDS) -> None:
         self.root, self.topic, self.segment_records = Path(root), topic, segment_records
-        self._next: dict[int, int] = {}
+        self.repaired: list[TornLine] = []
+        self._next: dict[int, int | None] = {}
         self._in_segment: dict[int, int] = {}
         self._files: dict[int, Any] = {}
 
     def append(self, partition: int, key: bytes | None, value: bytes | None, timestamp_ms: int | None = None,
-               headers: tuple[tuple[str, bytes], ...] = ()) -> int:
-        """Write one record; returns its offset."""
-        offset = self._next_offset(partition)
+               headers: tuple[tuple[str, bytes], ...] = (), offset: int | None = None) -> int:
+        """Write one record at ``offset`` (by default the partition's next offset, 0 for a new one); an
+        offset may skip ahead, as a compacted topic's do, but never go back. Returns the offset."""
+        continues_from = self.next_offset(partition)
+        if offset is None:
+            offset = continues_from or 0
+        elif continues_from is not None and offset < continues_from:
+            raise CaptureError(f"{partition_dir(self.root, self.topic, partition)}: offset {offset} is below "
+                               f"{continues_from}, where the partition continues")
         handle = self._segment_for(partition, offset)
         record = {
             "offset": offset,
@@ -83,26 +154,39 @@ class CapturedTopicWriter:
         self._in_segment[partition] += 1
         return offset
 
-    def _next_offset(self, partition: int) -> int:
+    def next_offset(self, partition: int) -> int | None:
+        """Where the partition continues: one past its last record (the base offset of an empty last
+        segment), or None where it has no segment yet. The first call for a partition cuts a torn last
+        line (:func:`cut_torn_line`) and records it in :attr:`repaired`."""
         if partition not in self._next:
+            torn = cut_torn_line(self.root, self.topic, partition)
+            if torn is not None:
+                self.repaired.append(torn)
             extent = partition_extent(self.root, self.topic, partition)
-            self._next[partition] = extent.high if extent else 0
+            self._next[partition] = extent.high if extent else None
         return self._next[partition]
 
     def _segment_for(self, partition: int, offset: int) -> Any:
         if partition in self._files and self._in_segment[partition] < self.segment_records:
             return self._files[partition]
         if partition in self._files:
-            self._files.pop(partition).close()
+            _close_synced(self._files.pop(partition))
         directory = partition_dir(self.root, self.topic, partition)
-        directory.mkdir(parents=True, exist_ok=True)
+        _make_directories(directory)
         self._files[partition] = (directory / f"{offset:0{_SEGMENT_DIGITS}d}.jsonl").open("ab")
+        _fsync_directory(directory)
         self._in_segment[partition] = 0
         return self._files[partition]
 
+    def sync(self) -> None:
+        """Make every record appended so far durable."""
+        for handle in self._files.values():
+            handle.flush()
+            os.fsync(handle.fileno())
+
     def close(self) -> None:
         for handle in self._files.values():
-            handle.close()
+            _close_synced(handle)
         self._files.clear()
 
     def __enter__(self) -> CapturedTopicWriter:
@@ -110,6 +194,12 @@ class CapturedTopicWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _close_synced(handle: BinaryIO) -> None:
+    handle.flush()
+    os.fsync(handle.fileno())
+    handle.close()
 
 
 def topics(root: Path) -> list[str]:
@@ -128,14 +218,18 @@ def partition_extent(root: Path, topic: str, partition: int) -> PartitionExtent 
     segments = _segments(partition_dir(Path(root), topic, partition))
     if not segments:
         return None
-    last = None
+    last, last_number = None, 0
     with segments[-1].open("rb") as handle:
-        for line in handle:
+        for number, line in enumerate(handle, 1):
             if line.strip():
-                last = line
+                last, last_number = line, number
     if last is None:
         return PartitionExtent(int(segments[0].stem), int(segments[-1].stem))
-    return PartitionExtent(int(segments[0].stem), int(orjson.loads(last)["offset"]) + 1)
+    try:
+        last_offset = int(orjson.loads(last)["offset"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise CaptureError(f"{segments[-1]}:{last_number}: not a captured record: {exc}") from exc
+    return PartitionExtent(int(segments[0].stem), last_offset + 1)
 
 
 def read_partition(root: Path, topic: str, partition: int, start: int = 0, end: int | None = None

@@ -33,9 +33,10 @@ import orjson
 from cdclake.errors import CdclakeError, OptionError
 from cdclake.eventjson import event_from_json, schema_from_json
 from cdclake.formats import get_codec
-from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
+from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, Origin, RawMessage, TableSchema
 from cdclake.schema.ddl import (
     CreateTable,
+    DropDatabase,
     DropTable,
     RenameTable,
     SchemaChange,
@@ -127,7 +128,6 @@ class BatchReport:
     batch: int
     records: int = 0
     changes_applied: int = 0
-    changes_pending: int = 0
     dead_letters: int = 0
     resolved_ts: int | None = None
     tables: dict[str, int] = field(default_factory=dict)
@@ -227,34 +227,32 @@ class Replicator:
 
         decoded = self._decode(ranges, state).persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            facts = _Facts.of(decoded)
             report.records = sum(r.size for r in ranges)
-            self._advance_positions(state, decoded, ranges, extents)
+            report.dead_letters = len(facts.errors)
+            if facts.errors and self.config.on_bad_message == "fail":
+                raise BadMessageError(f"{facts.errors[0]} (on-bad-message = fail: nothing of batch {batch} "
+                                      "was applied)")
+            self._advance_positions(state, facts, ranges, extents)
             resolved = None if apply_all else self._resolved_ts(state)
             report.resolved_ts = resolved
             changes = self._selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
             ready = F.lit(True) if resolved is None else F.coalesce(F.col("commit_ts") <= resolved, F.lit(True))
-            waiting = changes.filter(~ready) if resolved is not None else None
             applicable = self._deduplicated(self._not_yet_applied(changes.filter(ready), state))
-            errors = decoded.filter("kind = 'error'")
-            if self.config.on_bad_message == "fail":
-                self._fail_on_first(errors)
-            work = self._plan_tables(applicable, decoded, state)
-            applicable = applicable.withColumn("_segment", self._segment_column(work)).persist(
-                StorageLevel.MEMORY_AND_DISK)
+            applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK)
             try:
-                report.changes_applied = self._append_changelog(applicable, batch, recovering)
-                report.dead_letters = self._append_dead_letters(errors, batch, recovering)
+                work = self._plan_tables(applicable, facts, state)
+                report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
+                self._append_changelog(applicable, batch, recovering, report.changes_applied)
+                if facts.errors:
+                    self._append_dead_letters(decoded.filter("kind = 'error'"), batch, recovering)
                 self._apply_tables(state, work, applicable, batch, recovering, resolved, report)
             finally:
                 applicable.unpersist()
-            self._carry_on(state, decoded, ranges)
-            waiting_frame = waiting.persist(StorageLevel.MEMORY_AND_DISK) if waiting is not None else None
-            report.changes_pending = waiting_frame.filter("kind = 'row'").count() if waiting_frame is not None else 0
+            self._carry_on(state, facts, ranges)
             state.plan = []
-            write_state(self.spark, self.config.catalog, self.config.namespace, state, batch,
-                        waiting_frame.select(*CHANGE_NAMES) if waiting_frame is not None else None)
-            if waiting_frame is not None:
-                waiting_frame.unpersist()
+            waiting = changes.filter(~ready).select(*CHANGE_NAMES) if resolved is not None else None
+            write_state(self.spark, self.config.catalog, self.config.namespace, state, batch, waiting)
         finally:
             decoded.unpersist()
 
@@ -277,21 +275,18 @@ class Replicator:
 
         return task_frame.mapInArrow(decode, CHANGE_DDL)
 
-    def _advance_positions(self, state: JobState, decoded: DataFrame, ranges: list[OffsetRange],
+    def _advance_positions(self, state: JobState, facts: _Facts, ranges: list[OffsetRange],
                            extents: Mapping[tuple[str, int], PartitionExtent]) -> None:
         for tp, extent in extents.items():
             state.positions.setdefault(tp, Position(extent.low))
         for planned in ranges:
             state.positions[(planned.topic, planned.partition)].next_offset = planned.end
-        progress = (decoded.filter("kind IN ('watermark', 'heartbeat')").groupBy("topic", "partition", "kind")
-                    .agg({"commit_ts": "max"}).collect())
-        for row in progress:
-            position = state.positions[(row["topic"], row["partition"])]
-            newest = row["max(commit_ts)"]
-            if row["kind"] == "watermark":
-                position.watermark = max(position.watermark or 0, newest)
-            else:
-                position.heartbeat_ms = max(position.heartbeat_ms or 0, newest)
+        for tp, newest in facts.watermarks.items():
+            position = state.positions[tp]
+            position.watermark = max(position.watermark or 0, newest)
+        for tp, newest in facts.heartbeats.items():
+            position = state.positions[tp]
+            position.heartbeat_ms = max(position.heartbeat_ms or 0, newest)
 
     def _resolved_ts(self, state: JobState) -> int | None:
         """The ts every partition has announced; None for a format without watermarks (every change
@@ -338,15 +333,9 @@ class Replicator:
         return (changes.withColumn("event_id", event_id).withColumn("_copy", F.row_number().over(first))
                 .filter("_copy = 1").drop("_copy", "event_id"))
 
-    def _fail_on_first(self, errors: DataFrame) -> None:
-        first = errors.orderBy("topic", "partition", "offset").select("topic", "partition", "offset", "reason").first()
-        if first is not None:
-            raise BadMessageError(f"{first['topic']}[{first['partition']}]@{first['offset']}: {first['reason']} "
-                                  "(on-bad-message = fail: nothing of this batch was applied)")
-
     # --- planning the tables' work --------------------------------------------------------------------
 
-    def _plan_tables(self, applicable: DataFrame, decoded: DataFrame, state: JobState
+    def _plan_tables(self, applicable: DataFrame, facts: _Facts, state: JobState
                      ) -> dict[tuple[str, str], _TableWork]:
         """The DDLs, and the column sets of rows, of each table in this batch (small: collected)."""
         work: dict[tuple[str, str], _TableWork] = {}
@@ -355,14 +344,11 @@ class Replicator:
             ddl = event_from_json(orjson.loads(row["event"]))
             assert isinstance(ddl, Ddl)
             position = row["commit_ts"] if self.watermarks else row["timestamp_ms"]
-            # A RENAME TABLE belongs to the table it renames, which TiCDC does not name.
-            key = table_before(ddl)
-            table_work = work.setdefault(key, _TableWork(key))
-            table_work.ddls.append((position or 0, ddl))
-        for row in self._selected(decoded.filter("kind = 'bootstrap'")).select("database", "table", "event").collect():
-            schema = schema_from_json(orjson.loads(row["event"]))
+            for key in self._tables_of(ddl, state, work):
+                work.setdefault(key, _TableWork(key)).ddls.append((position or 0, ddl))
+        for schema in facts.bootstraps:
             key = (schema.database, schema.table)
-            if key not in state.tables:
+            if key not in state.tables and self._wanted(key):
                 work.setdefault(key, _TableWork(key)).bootstrap = schema
         segmented = applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
         groups = segmented.groupBy("database", "table", "_segment", "columns", "key_columns").count().collect()
@@ -373,6 +359,16 @@ class Replicator:
             segment.changes += row["count"]
             segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
         return work
+
+    @staticmethod
+    def _tables_of(ddl: Ddl, state: JobState, work: Mapping[tuple[str, str], _TableWork]) -> list[tuple[str, str]]:
+        """The tables a DDL changes: its own (for a RENAME TABLE, the one it renames, which TiCDC does not
+        name), or every table of the database it drops."""
+        if ddl.kind is DdlKind.DROP_DATABASE:
+            return sorted({key for key in (*state.tables, *work) if key[0] == ddl.database})
+        if not ddl.table:
+            return []  # CREATE DATABASE and the like: nothing a lake table holds
+        return [table_before(ddl)]
 
     def _segment_column(self, work: Mapping[tuple[str, str], _TableWork]) -> Any:
         """Per change, how many of its table's DDLs come before it (the DDL barrier)."""
@@ -417,7 +413,8 @@ class Replicator:
             self.spark, known.lake_table) else (0, 0)
         step = 0
         touched: dict[str, int] = {}
-        rows = applicable.filter((F.col("kind") == "row") & (F.col("database") == key[0]) & (F.col("table") == key[1]))
+        rows = (applicable.filter((F.col("kind") == "row") & (F.col("database") == key[0]) & (F.col("table") == key[1]))
+                .withColumn("_segment", self._segment_column({key: work})))
         segment_count = len(work.ddls) + 1
         for index in range(segment_count):
             if index > 0:
@@ -486,7 +483,7 @@ class Replicator:
                 known = self._create((change.schema.database, change.schema.table), change.schema)
             elif known is None:
                 continue  # a change to a table this job does not mirror (created before the stream began)
-            elif isinstance(change, DropTable):
+            elif isinstance(change, (DropTable, DropDatabase)):
                 self.spark.sql(f"DROP TABLE IF EXISTS {known.lake_table}")
                 known = None
             elif isinstance(change, TruncateTable):
@@ -527,46 +524,82 @@ class Replicator:
     def _already_committed(self, table: str, batch: int) -> bool:
         return apply.last_step(self.spark, table)[0] >= batch
 
-    def _append_changelog(self, applicable: DataFrame, batch: int, recovering: bool) -> int:
+    def _append_changelog(self, applicable: DataFrame, batch: int, recovering: bool, count: int) -> None:
         from pyspark.sql import functions as F
 
-        rows = applicable.filter("kind = 'row'")
-        count = rows.count()
         target = self._system("changelog")
         if count and not (recovering and self._already_committed(target, batch)):
-            (rows.select("database", "table", "op", "commit_ts", "before", "after", "topic", "partition", "offset",
-                         "index", F.lit(batch).cast("bigint").alias("batch"))
+            (applicable.filter("kind = 'row'")
+             .select("database", "table", "op", "commit_ts", "before", "after", "topic", "partition", "offset",
+                     "index", F.lit(batch).cast("bigint").alias("batch"))
              .writeTo(target).option(f"snapshot-property.{apply.BATCH_PROPERTY}", str(batch)).append())
-        return count
 
-    def _append_dead_letters(self, errors: DataFrame, batch: int, recovering: bool) -> int:
+    def _append_dead_letters(self, errors: DataFrame, batch: int, recovering: bool) -> None:
         from pyspark.sql import functions as F
 
-        count = errors.count()
         target = self._system("dead_letters")
-        if count and not (recovering and self._already_committed(target, batch)):
+        if not (recovering and self._already_committed(target, batch)):
             (errors.select("topic", "partition", "offset", "timestamp_ms", "raw_key", "raw_value", "reason",
                            F.lit(batch).cast("bigint").alias("batch"))
              .writeTo(target).option(f"snapshot-property.{apply.BATCH_PROPERTY}", str(batch)).append())
-        return count
 
-    def _carry_on(self, state: JobState, decoded: DataFrame, ranges: list[OffsetRange]) -> None:
+    def _carry_on(self, state: JobState, facts: _Facts, ranges: list[OffsetRange]) -> None:
         """The carried messages after this batch: the decoded partitions' new ones, plus their schema
         messages from before; partitions not read keep theirs."""
-        new: dict[tuple[str, int], list[tuple[CarriedMessage, str | None, str | None, int | None]]] = {}
-        for row in decoded.filter("kind = 'carry'").collect():
-            from cdclake.model import Origin, RawMessage
-
-            message = RawMessage(row["raw_key"], row["raw_value"],
-                                 Origin(topic=row["topic"], partition=row["partition"], offset=row["offset"]),
-                                 row["timestamp_ms"])
-            version = int(row["sequence"]) if row["sequence"] is not None else None
-            new.setdefault((row["topic"], row["partition"]), []).append(
-                (CarriedMessage(row["reason"], message), row["database"], row["table"], version))
         for planned in ranges:
             tp = (planned.topic, planned.partition)
             old_primes = [entry for entry in state.carried.get(tp, []) if entry[0].role == "prime"]
-            state.carried[tp] = prune_primes([*old_primes, *new.get(tp, [])])
+            state.carried[tp] = prune_primes([*old_primes, *facts.carried.get(tp, [])])
+
+    def _wanted(self, key: tuple[str, str]) -> bool:
+        name = ".".join(key)
+        if self._include is not None and not self._include.fullmatch(name):
+            return False
+        return self._exclude is None or not self._exclude.fullmatch(name)
+
+
+@dataclass
+class _Facts:
+    """What the driver needs of a batch's decoded records beyond the rows, gathered in one pass: the
+    newest watermark and heartbeat per partition, schemas bootstrapped, messages to carry, and where
+    each undecodable message is."""
+
+    watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
+    heartbeats: dict[tuple[str, int], int] = field(default_factory=dict)
+    bootstraps: list[TableSchema] = field(default_factory=list)
+    carried: dict[tuple[str, int], list[tuple[CarriedMessage, str | None, str | None, int | None]]] = field(
+        default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, decoded: DataFrame) -> _Facts:
+        from pyspark.sql import functions as F
+
+        facts = cls()
+        wanted = decoded.filter("kind NOT IN ('row', 'ddl')").select(
+            "kind", "topic", "partition", "offset", "commit_ts", "database", "table", "sequence", "event",
+            "timestamp_ms", "reason",
+            F.when(F.col("kind") == "carry", F.col("raw_key")).alias("raw_key"),
+            F.when(F.col("kind") == "carry", F.col("raw_value")).alias("raw_value"))
+        for row in wanted.collect():
+            kind, tp = row["kind"], (row["topic"], row["partition"])
+            if kind == "watermark":
+                facts.watermarks[tp] = max(facts.watermarks.get(tp, 0), row["commit_ts"])
+            elif kind == "heartbeat":
+                facts.heartbeats[tp] = max(facts.heartbeats.get(tp, 0), row["commit_ts"])
+            elif kind == "bootstrap":
+                facts.bootstraps.append(schema_from_json(orjson.loads(row["event"])))
+            elif kind == "carry":
+                message = RawMessage(row["raw_key"], row["raw_value"],
+                                     Origin(topic=row["topic"], partition=row["partition"], offset=row["offset"]),
+                                     row["timestamp_ms"])
+                version = int(row["sequence"]) if row["sequence"] is not None else None
+                facts.carried.setdefault(tp, []).append(
+                    (CarriedMessage(row["reason"], message), row["database"], row["table"], version))
+            elif kind == "error":
+                facts.errors.append(f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}")
+        facts.errors.sort()
+        return facts
 
 
 def status(spark: SparkSession, catalog: str = "lake", namespace: str = "cdclake",

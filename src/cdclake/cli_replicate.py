@@ -1,0 +1,249 @@
+"""``cdclake replicate`` and ``cdclake status``: the replication job from the command line.
+
+Settings come from a TOML file (:mod:`cdclake.jobconfig`) and flags, flags winning. ``--once`` runs
+until caught up and exits; otherwise the job runs until SIGINT or SIGTERM, and stops after the batch
+under way has committed.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from cdclake.errors import CdclakeError
+from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
+from cdclake.spark.replicate import BatchReport, Replicator
+from cdclake.spark.replicate import status as job_status
+from cdclake.spark.session import build_session
+
+_console = Console(stderr=True, highlight=False)
+
+
+def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
+    result = {}
+    for item in items or ():
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=flag)
+        result[name.strip()] = value
+    return result
+
+
+def _settings(config: Path | None, overrides: dict[str, dict[str, Any]]) -> JobSettings:
+    try:
+        document = read_toml(config) if config is not None else {}
+        return job_settings(merged(document, overrides))
+    except CdclakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE", help="Job settings (TOML).")]
+
+
+def replicate(
+    config: ConfigOption = None,
+    captured: Annotated[Path | None, typer.Option("--captured", metavar="DIR", help="Read a captured topic.")] = None,
+    bootstrap_servers: Annotated[str | None, typer.Option("--bootstrap-servers", "-b", metavar="HOST:PORT",
+                                                          help="Read from Kafka.")] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Topic name; repeatable.")] = None,
+    topic_pattern: Annotated[str | None, typer.Option("--topic-pattern", metavar="REGEX")] = None,
+    kafka_option: Annotated[list[str] | None, typer.Option("--kafka-option", metavar="NAME=VALUE",
+                                                           help="librdkafka setting; repeatable.")] = None,
+    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
+                                                     help="Format option under its upstream name.")] = None,
+    warehouse: Annotated[Path | None, typer.Option("--warehouse", metavar="DIR")] = None,
+    catalog: Annotated[str | None, typer.Option("--catalog")] = None,
+    master: Annotated[str | None, typer.Option("--master", help="Spark master, e.g. local[4].")] = None,
+    include: Annotated[str | None, typer.Option("--include", metavar="REGEX", help="database.table to keep.")] = None,
+    exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="database.table to skip.")] = None,
+    max_records: Annotated[int | None, typer.Option("--max-records", help="Records per batch, at most.")] = None,
+    interval: Annotated[float | None, typer.Option("--interval", help="Seconds between polls when idle.")] = None,
+    unresolved_tail: Annotated[str | None, typer.Option("--unresolved-tail", help="keep or apply.")] = None,
+    on_bad_message: Annotated[str | None, typer.Option("--on-bad-message", help="dead-letter or fail.")] = None,
+    once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit.")] = False,
+) -> None:
+    """Keep Iceberg tables in step with a TiCDC or DataWorks stream."""
+    kafka = _pairs(kafka_option, "'--kafka-option'")
+    if bootstrap_servers is not None:
+        kafka["bootstrap.servers"] = bootstrap_servers
+    overrides: dict[str, dict[str, Any]] = {
+        "source": {"captured": None if captured is None else str(captured), "kafka": kafka or None,
+                   "topics": topic, "topic-pattern": topic_pattern},
+        "format": {"name": format_name, "options": _pairs(option, "'--option'") or None},
+        "lake": {"warehouse": None if warehouse is None else str(warehouse), "catalog": catalog, "master": master},
+        "tables": {"include": include, "exclude": exclude},
+        "batch": {"max-records": max_records, "interval-s": interval, "unresolved-tail": unresolved_tail,
+                  "on-bad-message": on_bad_message},
+    }
+    settings = _settings(config, overrides)
+    spark = build_session(settings.master, catalog=settings.replicate.catalog, warehouse=settings.warehouse,
+                          conf=settings.spark_conf)
+    try:
+        replicator = Replicator(spark, settings.source, settings.replicate)
+        stop = threading.Event()
+        with _stopping_on_signals(stop), _LiveDisplay() as display:
+            reports = replicator.run(once=once, interval_s=settings.interval_s, stop=stop, on_batch=display.update)
+        _console.print(_summary(reports))
+    except CdclakeError as exc:
+        _console.print(f"[bold red]error[/]: {exc}")
+        raise typer.Exit(1) from None
+    finally:
+        spark.stop()
+
+
+def status(
+    config: ConfigOption = None,
+    warehouse: Annotated[Path | None, typer.Option("--warehouse", metavar="DIR")] = None,
+    catalog: Annotated[str | None, typer.Option("--catalog")] = None,
+) -> None:
+    """Per table the applied resolved ts, rows and last commit; per partition the committed offset and lag."""
+    document = read_toml(config) if config is not None else {}
+    sections = merged(document, {"lake": {"warehouse": None if warehouse is None else str(warehouse),
+                                          "catalog": catalog}})
+    lake = sections["lake"]
+    source = job_settings(sections).source if sections["source"] else None
+    spark = build_session(lake.get("master", "local[2]") or None, catalog=lake.get("catalog", "lake"),
+                          warehouse=Path(lake.get("warehouse", "warehouse")),
+                          conf={k: str(v) for k, v in lake.get("spark", {}).items()})
+    try:
+        found = job_status(spark, lake.get("catalog", "lake"), lake.get("namespace", "cdclake"), source)
+    finally:
+        spark.stop()
+    console = Console(highlight=False)
+    tables = Table("upstream", "lake table", "rows", "applied resolved ts", "last commit", title="Tables")
+    for row in found["tables"]:
+        tables.add_row(row["upstream"], row["lake_table"], str(row["rows"]), str(row["applied_ts"]),
+                       str(row["last_commit"]))
+    partitions = Table("topic", "partition", "committed offset", "watermark", "lag", title="Partitions")
+    for row in found["partitions"]:
+        partitions.add_row(row["topic"], str(row["partition"]), str(row["offset"]), str(row["watermark"]),
+                           "?" if row["lag"] is None else str(row["lag"]))
+    console.print(f"batches committed: {found['batch']}")
+    console.print(tables)
+    console.print(partitions)
+
+
+@contextmanager
+def _stopping_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM ask the loop to stop after the batch under way commits."""
+    def request(signum: int, frame: Any) -> None:
+        _console.print("stopping after the batch under way commits ...")
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class _LiveDisplay:
+    """A live table of the latest batch: events/s, resolved ts, lag per partition, tables touched."""
+
+    def __init__(self) -> None:
+        self._live = Live(console=_console, refresh_per_second=2, transient=False)
+        self._started = time.monotonic()
+        self._records = 0
+
+    def __enter__(self) -> _LiveDisplay:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._live.__exit__(None, None, None)
+
+    def update(self, report: BatchReport) -> None:
+        self._records += report.records
+        rate = report.records / report.seconds if report.seconds else 0.0
+        head = Table.grid(padding=(0, 2))
+        head.add_row(f"batch {report.batch}", f"{report.records} records in {report.seconds:.1f}s ({rate:,.0f}/s)",
+                     f"resolved ts {report.resolved_ts}",
+                     f"dead letters {report.dead_letters}")
+        lag = Table("topic", "partition", "lag", title="lag")
+        for (topic, partition), behind in sorted(report.lag.items()):
+            lag.add_row(topic, str(partition), str(behind))
+        touched = Table("table", "changes", title="tables touched")
+        for name, count in sorted(report.tables.items()):
+            touched.add_row(name, str(count))
+        self._live.update(Group(head, lag, touched))
+
+
+def _summary(reports: list[BatchReport]) -> str:
+    records = sum(r.records for r in reports)
+    applied = sum(r.changes_applied for r in reports)
+    seconds = sum(r.seconds for r in reports)
+    dead = sum(r.dead_letters for r in reports)
+    resolved = reports[-1].resolved_ts if reports else None
+    rate = records / seconds if seconds else 0.0
+    return (f"{len(reports)} batches: {records} records read, {applied} changes applied, {dead} dead letters, "
+            f"{seconds:.1f}s ({rate:,.0f} records/s); resolved ts {resolved}")
+
+
+def demo(
+    format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
+                                             help="open, canal-json, simple, simple-avro, dataworks.")] = "canal-json",
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
+                                                     help="Format option under its upstream name.")] = None,
+    directory: Annotated[Path, typer.Option("--dir", metavar="DIR", help="Where the stream and the warehouse "
+                                            "go (replaced).")] = Path("cdclake-demo"),
+    transactions: Annotated[int, typer.Option("--transactions", help="Upstream transactions to simulate.")] = 300,
+    seed: Annotated[int, typer.Option("--seed")] = 7,
+    master: Annotated[str, typer.Option("--master")] = "local[2]",
+) -> None:
+    """Simulate an upstream database, stream it in FORMAT to a captured topic, replicate it into a local
+    Iceberg warehouse, and compare every table with the upstream."""
+    import shutil
+
+    from cdclake.sources.captured import CapturedTopics
+    from cdclake.spark.replicate import ReplicateConfig
+    from cdclake.spark.verify import compare_tables, lake_name_in
+    from cdclake.workload import Workload, WorkloadSpec, produce, write_captured
+
+    options = _pairs(option, "'--option'")
+    if format_name == "canal-json":
+        options.setdefault("enable-tidb-extension", "true")
+    console = Console(highlight=False)
+    shutil.rmtree(directory, ignore_errors=True)
+    workload = Workload(WorkloadSpec(seed=seed, transactions=transactions, rename_table=True))
+    try:
+        stream = produce(workload, format_name, options, duplicates=2)
+    except CdclakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    write_captured(stream, directory / "stream", stream.topic)
+    for line in (*workload.summary().lines(), *stream.lines()):
+        console.print(line)
+    spark = build_session(master, warehouse=directory / "warehouse")
+    try:
+        spark.sparkContext.setLogLevel("ERROR")
+        config = ReplicateConfig(format_name, stream.codec_options, max_batch_records=max(1000, len(stream) // 3))
+        replicator = Replicator(spark, CapturedTopics(directory / "stream"), config)
+        with _LiveDisplay() as display:
+            reports = replicator.run(once=True, on_batch=display.update)
+        console.print(_summary(reports))
+        expected = workload.oracle().carried(format_name, stream.codec_options)
+        comparisons = compare_tables(spark, expected.tables, lake_name_in(config.catalog))
+    finally:
+        spark.stop()
+    table = Table("upstream", "lake table", "rows", "missing", "unexpected", "verdict", title="Lake vs upstream")
+    for c in comparisons:
+        verdict = "[green]equal[/]" if c.equal else "[red]differs[/] " + "; ".join(c.column_differences)
+        table.add_row(c.upstream, c.lake_table, str(c.lake_rows), str(c.missing), str(c.unexpected), verdict)
+    console.print(table)
+    for c in comparisons:
+        for example in c.examples:
+            console.print(f"{c.upstream}: {example}")
+    if not all(c.equal for c in comparisons):
+        raise typer.Exit(1)
+    console.print(f"every table equals the upstream; warehouse in {directory / 'warehouse'}")

@@ -1,0 +1,152 @@
+"""A replication job's settings: a TOML file, overridden by command-line flags.
+
+::
+
+    [source]
+    captured = "stream"                      # a captured topic directory, or:
+    kafka = { "bootstrap.servers" = "broker:9092", "security.protocol" = "SASL_SSL" }
+    topics = ["tidb-cdc"]                    # or topic-pattern = "tidb-cdc-.*"
+
+    [format]
+    name = "canal-json"
+    options = { enable-tidb-extension = true }
+
+    [lake]
+    warehouse = "warehouse"                  # the default Iceberg Hadoop catalog's directory
+    catalog = "lake"
+    namespace = "cdclake"                    # the job's own tables: state, changelog, dead_letters
+    master = "local[2]"                      # or leave it to spark-submit: master = ""
+    spark = { "spark.sql.catalog.lake.type" = "rest" }   # any Spark setting, e.g. another catalog
+
+    [tables]
+    include = "shop\\..*"                    # regular expressions on database.table; exclude wins
+    exclude = "shop\\.tmp_.*"
+    target-namespace = "{database}"
+    mapping = { "shop.orders" = "sales.orders" }
+
+    [batch]
+    max-records = 200000
+    interval-s = 5
+    unresolved-tail = "keep"                 # or "apply"
+    on-bad-message = "dead-letter"           # or "fail"
+    incompatible-type-change = "fail"        # or "rewrite"
+    fill-added-columns = true                # rows already there get an added column's default
+    write-mode = "merge-on-read"             # or "copy-on-write"
+    parallel-tables = 4
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdclake.errors import OptionError
+from cdclake.schema.evolution import EvolutionPolicy
+from cdclake.sources.captured import CapturedTopics
+from cdclake.sources.kafka import KafkaTopics
+from cdclake.sources.ranges import Source
+from cdclake.spark.replicate import ReplicateConfig
+
+_SECTIONS: dict[str, set[str]] = {
+    "source": {"captured", "kafka", "topics", "topic-pattern"},
+    "format": {"name", "options"},
+    "lake": {"warehouse", "catalog", "namespace", "master", "spark"},
+    "tables": {"include", "exclude", "target-namespace", "mapping"},
+    "batch": {"max-records", "interval-s", "unresolved-tail", "on-bad-message", "incompatible-type-change",
+              "fill-added-columns", "write-mode", "parallel-tables"},
+}
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """Everything ``cdclake replicate`` needs: where from, how to decode, where to."""
+
+    source: Source
+    replicate: ReplicateConfig
+    warehouse: Path = Path("warehouse")
+    master: str | None = "local[2]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    interval_s: float = 5.0
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise OptionError(f"{path}: {exc}") from None
+    for section, values in document.items():
+        if section not in _SECTIONS or not isinstance(values, dict):
+            raise OptionError(f"{path}: unknown section [{section}]; sections: {', '.join(_SECTIONS)}")
+        unknown = sorted(set(values) - _SECTIONS[section])
+        if unknown:
+            valid = ", ".join(sorted(_SECTIONS[section]))
+            raise OptionError(f"{path}: [{section}] has no {', '.join(unknown)}; valid: {valid}")
+    return document
+
+
+def merged(document: Mapping[str, Any], overrides: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The file's sections with the flags given (non-None values) on top."""
+    result = {section: dict(document.get(section, {})) for section in _SECTIONS}
+    for section, values in overrides.items():
+        for name, value in values.items():
+            if value is None:
+                continue
+            if isinstance(value, dict):
+                result[section][name] = {**result[section].get(name, {}), **value}
+            else:
+                result[section][name] = value
+    return result
+
+
+def source_of(section: Mapping[str, Any]) -> Source:
+    captured, kafka = section.get("captured"), section.get("kafka")
+    topics, pattern = section.get("topics"), section.get("topic-pattern")
+    if (captured is None) == (kafka is None):
+        raise OptionError("[source]: give either captured = DIR or kafka = { bootstrap.servers = ... }")
+    if captured is not None:
+        if pattern is not None:
+            raise OptionError("[source]: topic-pattern is for Kafka; name captured topics with topics = [...]")
+        root = Path(captured)
+        if not root.is_dir():
+            raise OptionError(f"[source]: captured = {captured!r} is not a directory")
+        return CapturedTopics(root, list(topics) if topics else None)
+    if not isinstance(kafka, dict) or "bootstrap.servers" not in kafka:
+        raise OptionError("[source]: kafka needs at least bootstrap.servers")
+    if (topics is None) == (pattern is None):
+        raise OptionError("[source]: with kafka, give topics = [...] or topic-pattern = REGEX")
+    return KafkaTopics({k: str(v) for k, v in kafka.items()}, list(topics) if topics else None, pattern)
+
+
+def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
+    format_section, lake, tables, batch = (sections.get(s, {}) for s in ("format", "lake", "tables", "batch"))
+    if "name" not in format_section:
+        raise OptionError("[format]: name is required (open, canal-json, simple, simple-avro, dataworks)")
+    replicate = ReplicateConfig(
+        format=format_section["name"],
+        format_options=dict(format_section.get("options", {})),
+        catalog=lake.get("catalog", "lake"),
+        namespace=lake.get("namespace", "cdclake"),
+        include=tables.get("include"),
+        exclude=tables.get("exclude"),
+        table_mapping=dict(tables.get("mapping", {})),
+        target_namespace=tables.get("target-namespace", "{database}"),
+        max_batch_records=int(batch.get("max-records", 200_000)),
+        unresolved_tail=batch.get("unresolved-tail", "keep"),
+        on_bad_message=batch.get("on-bad-message", "dead-letter"),
+        evolution=EvolutionPolicy(incompatible_type_change=batch.get("incompatible-type-change", "fail"),
+                                  fill_added_columns=bool(batch.get("fill-added-columns", True))),
+        write_mode=batch.get("write-mode", "merge-on-read"),
+        parallel_tables=int(batch.get("parallel-tables", 4)),
+    )
+    master = lake.get("master", "local[2]")
+    return JobSettings(
+        source=source_of(sections.get("source", {})),
+        replicate=replicate,
+        warehouse=Path(lake.get("warehouse", "warehouse")),
+        master=master or None,
+        spark_conf={k: str(v) for k, v in lake.get("spark", {}).items()},
+        interval_s=float(batch.get("interval-s", 5.0)),
+    )

@@ -1,0 +1,146 @@
+"""The oracle: what the upstream tables hold, to compare a replicated copy with.
+
+The state is the simulator's own (its tables after the commits), not a replay of the events it sent, so
+a consumer that applies the stream and ends with the oracle's rows has applied it correctly.
+
+* A table is named ``(database, table)``; one dropped upstream is absent, a truncated one is empty, a
+  renamed one is under its new name. Its ``schema`` is the MySQL schema as TiDB has it.
+* ``rows`` maps each row's key to the row (column name -> exact Python value, the forms of
+  :mod:`cdclake.types`). The key is the tuple of the key columns' values (the primary key, else the
+  unique NOT NULL key TiCDC uses as handle), in key order. A table without any key has no row
+  identity a lake can use: a consumer can only find a row by all its values (an UPDATE or DELETE
+  matches the whole before image). Its key is therefore the whole row, as ``(column, value)`` pairs in
+  column-name order; the simulator keeps its rows distinct, so this is a set, not a multiset.
+* :meth:`Oracle.at` is the state as of a commit ts: every commit at or below it, none above; what a
+  consumer that has applied the stream up to a resolved ts must hold.
+* :meth:`Oracle.carried` is the same state as a format's consumer can have it (:func:`carried_value`):
+  Open Protocol sends an ENUM as its index, DataWorks a DECIMAL as text, and so on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cdclake.formats import get_codec
+from cdclake.model import TableSchema
+from cdclake.types import (
+    Family,
+    MySQLType,
+    enum_index,
+    format_date,
+    format_datetime,
+    format_decimal,
+    format_time,
+    format_timestamp,
+    set_bits,
+    zone,
+)
+
+if TYPE_CHECKING:
+    from cdclake.workload.generator import Workload
+
+TableName = tuple[str, str]
+Row = Mapping[str, Any]
+
+
+def key_of(key_columns: tuple[str, ...], row: Row) -> tuple[Any, ...]:
+    """A row's key in the oracle: its key columns' values, or for a keyless table the whole row."""
+    if key_columns:
+        return tuple(row[c] for c in key_columns)
+    return tuple(sorted(row.items()))
+
+
+@dataclass(frozen=True)
+class TableState:
+    schema: TableSchema
+    rows: Mapping[tuple[Any, ...], Row]
+
+    @classmethod
+    def of(cls, schema: TableSchema, rows: Iterable[Row]) -> TableState:
+        key_columns = schema.key_columns
+        return cls(schema, {key_of(key_columns, row): row for row in rows})
+
+
+class Oracle:
+    """The upstream tables as of commit ts ``ts`` (``None`` for a workload of no commits)."""
+
+    def __init__(self, workload: Workload, ts: int | None, tables: Mapping[TableName, TableState]) -> None:
+        self.workload = workload
+        self.ts = ts
+        self.tables = tables
+
+    def at(self, ts: int) -> Oracle:
+        """The state as of commit ts ``ts``: every commit at or below it applied, none above."""
+        return Oracle(self.workload, ts, self.workload.state_at(ts))
+
+    def carried(self, format_name: str, options: Mapping[str, Any] | None = None) -> Oracle:
+        """This state as a consumer of ``format_name`` can know it, the codec having the options
+        ``options`` (a :class:`~cdclake.workload.producer.Stream`'s ``codec_options``)."""
+        carry = value_carrier(format_name, options)
+        tables = {}
+        for name, state in self.tables.items():
+            converters = {c.name: carry(c.type) for c in state.schema.columns}
+            rows = ({column: converters[column](value) for column, value in row.items()} for row in state.rows.values())
+            tables[name] = TableState.of(state.schema, rows)
+        return Oracle(self.workload, self.ts, tables)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _or_null(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else convert(value)
+
+
+Carrier = Callable[[Any], Any]
+
+
+def value_carrier(format_name: str, options: Mapping[str, Any] | None = None) -> Callable[[MySQLType], Carrier]:
+    """For each column type, the function from an upstream value to the value a consumer of the
+    format decodes (docs/formats/*.md, "What this format cannot carry"):
+
+    * ``open``, and ``canal-json`` without ``content-compatible``: an ENUM as its 1-based index and a
+      SET as its bitmask (the members are not in the message); everything else as it is.
+    * ``simple``, ``simple-avro``, and ``canal-json`` with ``content-compatible``: every value as it is.
+    * ``dataworks``: a DECIMAL as its text; DATE, DATETIME and TIME as MySQL's text; a TIMESTAMP of
+      fsp 0-3 as the same instant (DataWorks DATE, milliseconds), of fsp 4-6 as wall-clock text in the
+      producer's ``tz``; everything else as it is (integers, BIT and YEAR are LONG; a BIT(1) a BOOLEAN,
+      which decodes to 0 or 1; ENUM and SET member names are STRING).
+    """
+    resolved = get_codec(format_name).resolve(options)
+    if format_name == "dataworks":
+        tz = zone(resolved["tz"])
+        return lambda mtype: _dataworks_carrier(mtype, tz)
+    names_members = format_name in ("simple", "simple-avro") or (
+        format_name == "canal-json" and resolved["content-compatible"]
+    )
+    if names_members:
+        return lambda mtype: _same
+    return _member_numbers
+
+
+def _member_numbers(mtype: MySQLType) -> Callable[[Any], Any]:
+    if mtype.family is Family.ENUM:
+        return _or_null(lambda value: enum_index(mtype, value))
+    if mtype.family is Family.SET:
+        return _or_null(lambda value: set_bits(mtype, value))
+    return _same
+
+
+def _dataworks_carrier(mtype: MySQLType, tz: dt.tzinfo) -> Callable[[Any], Any]:
+    family, fsp = mtype.family, mtype.decimals
+    if family is Family.DECIMAL:
+        return _or_null(format_decimal)
+    if family is Family.DATE:
+        return _or_null(format_date)
+    if family is Family.DATETIME:
+        return _or_null(lambda value: format_datetime(value, fsp))
+    if family is Family.TIME:
+        return _or_null(lambda value: format_time(value, fsp))
+    if family is Family.TIMESTAMP and (fsp is None or fsp > 3):
+        return _or_null(lambda value: format_timestamp(value, tz, fsp))
+    return _same
