@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdclake.errors import OptionError
-from cdclake.model import Event, RawMessage, RowChange
+from cdclake.model import Ddl, Event, RawMessage, RowChange
 
 
 class Decoder(Protocol):
@@ -74,7 +74,7 @@ def _always(options: Mapping[str, Any]) -> bool:
     return True
 
 
-def _no_sequence(row: RowChange) -> str | None:
+def _no_sequence(change: RowChange | Ddl) -> str | None:
     return None
 
 
@@ -85,8 +85,9 @@ class Codec:
     ``has_watermarks(options)`` tells whether the stream announces resolved timestamps (TiCDC's
     Resolved, WATERMARK and TIDB_WATERMARK events): then changes apply in commit-ts order up to the
     resolved ts; otherwise in partition order as they arrive. ``sequence_of(row)`` is what the format
-    carries beside a change's content to tell a re-delivered duplicate from a genuine repeat
-    (DataWorks' ``sequenceId``), or None where the commit ts and the images are all there is.
+    carries beside a change (row or DDL) to tell a re-delivered duplicate from a genuine repeat and to
+    order it within its partition (DataWorks' ``sequenceId``), or None where the commit ts and the images
+    are all there is.
     """
 
     name: str
@@ -94,7 +95,7 @@ class Codec:
     make_decoder: Callable[[Mapping[str, Any]], Decoder]
     make_encoder: Callable[[Mapping[str, Any]], Encoder]
     has_watermarks: Callable[[Mapping[str, Any]], bool] = _always
-    sequence_of: Callable[[RowChange], str | None] = _no_sequence
+    sequence_of: Callable[[RowChange | Ddl], str | None] = _no_sequence
 
     def resolve(self, given: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         """Every option of this codec with its value: the defaults, overridden by ``given`` and by

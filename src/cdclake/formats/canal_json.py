@@ -1170,11 +1170,11 @@ def _has_watermarks(options: Mapping[str, Any]) -> bool:
     return bool(options["enable-tidb-extension"])
 
 
-def _sequence_of(row: RowChange) -> str | None:
+def _sequence_of(change: RowChange | Ddl) -> str | None:
     """Without the TiDB extension a change carries no commit ts; ``es``, the binlog event's commit time
     in milliseconds, is the same in a re-delivered copy (``ts``, the time of sending, is not)."""
-    es = _meta_int(row.meta, "es")
-    return None if row.commit_ts is not None or es is None else str(es)
+    es = _meta_int(change.meta, "es")
+    return None if change.commit_ts is not None or es is None else str(es)
 
 
 CODEC = Codec(

@@ -1031,9 +1031,9 @@ def _dumps(document: dict[str, Any]) -> bytes:
         raise EncodeError(FORMAT, f"cannot write the message as JSON: {exc}") from None
 
 
-def _sequence_of(row: RowChange) -> str | None:
+def _sequence_of(change: RowChange | Ddl) -> str | None:
     """``sequenceId`` numbers each change of the source log; a re-delivered copy keeps it."""
-    sequence = row.meta.get("sequenceId")
+    sequence = change.meta.get("sequenceId")
     return None if sequence is None else str(sequence)
 
 

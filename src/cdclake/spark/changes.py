@@ -142,8 +142,8 @@ def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:
 class ChangeWriter:
     """Collects change records column by column and hands them out as Arrow record batches."""
 
-    def __init__(self, sequence_of: Callable[[RowChange], str | None]) -> None:
-        self._sequence_of = sequence_of
+    def __init__(self, sequence_of: Callable[[RowChange | Ddl], str | None]) -> None:
+        self.sequence_of = sequence_of
         self._images = _ImageWriter()
         self._columns: dict[str, list[Any]] = {name: [] for name in CHANGE_NAMES}
         # The Kafka timestamp of the message being decoded: formats without watermarks place rows
@@ -179,7 +179,7 @@ class ChangeWriter:
             database=row.database,
             table=row.table,
             commit_ts=row.commit_ts,
-            sequence=self._sequence_of(row),
+            sequence=self.sequence_of(row),
             key=key,
             old_key=None if old_key == key else old_key,
             key_columns=orjson.dumps(list(row.key_columns)).decode(),
@@ -266,7 +266,8 @@ class PartitionDecoder:
                 self._waiting[_coordinates(event.origin)] = message
             case Ddl():
                 writer.add("ddl", event.origin, database=event.database, table=event.table,
-                           commit_ts=event.commit_ts, event=orjson.dumps(event_to_json(event)).decode())
+                           commit_ts=event.commit_ts, sequence=writer.sequence_of(event),
+                           event=orjson.dumps(event_to_json(event)).decode())
                 for schema in (event.schema_before, event.schema_after):
                     if schema is not None:
                         writer.add_carry("prime", message, schema.database, schema.table, schema.version)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -35,9 +36,12 @@ from cdclake.eventjson import event_from_json, schema_from_json
 from cdclake.formats import get_codec
 from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, Origin, RawMessage, TableSchema
 from cdclake.schema.ddl import (
+    AddColumn,
     CreateTable,
+    DropColumn,
     DropDatabase,
     DropTable,
+    RenameColumn,
     RenameTable,
     SchemaChange,
     TruncateTable,
@@ -247,6 +251,8 @@ class Replicator:
                 if facts.errors:
                     self._append_dead_letters(decoded.filter("kind = 'error'"), batch, recovering)
                 self._apply_tables(state, work, applicable, batch, recovering, resolved, report)
+                if not self.watermarks:
+                    self._remember_sequences(state, applicable)
             finally:
                 applicable.unpersist()
             self._carry_on(state, facts, ranges)
@@ -309,9 +315,13 @@ class Replicator:
         return changes
 
     def _not_yet_applied(self, changes: DataFrame, state: JobState) -> DataFrame:
-        """Without the changes at or below the resolved ts each table has applied already."""
+        """Without the changes applied already: at or below the resolved ts their table applied, or, for
+        a format without watermarks, at or below the newest sequence applied from their partition (a
+        re-delivered range after the producer restarted)."""
         from pyspark.sql import functions as F
 
+        if not self.watermarks:
+            return self._past_sequences(changes, state)
         applied = [(db, table, known.applied_ts) for (db, table), known in state.tables.items()
                    if known.applied_ts is not None]
         if not self.watermarks or not applied:
@@ -319,6 +329,32 @@ class Replicator:
         marks = self.spark.createDataFrame(applied, "`database` string, `table` string, `_applied` bigint")
         joined = changes.join(F.broadcast(marks), ["database", "table"], "left")
         return joined.filter("_applied IS NULL OR commit_ts IS NULL OR commit_ts > _applied").drop("_applied")
+
+    def _past_sequences(self, changes: DataFrame, state: JobState) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        applied = [(topic, partition, Decimal(position.sequence))
+                   for (topic, partition), position in state.positions.items() if position.sequence is not None]
+        if not applied:
+            return changes
+        marks = self.spark.createDataFrame(applied, "`topic` string, `partition` int, `_applied` decimal(38,0)")
+        sequence = F.col("sequence").cast("decimal(38,0)")
+        joined = changes.join(F.broadcast(marks), ["topic", "partition"], "left")
+        # At or above, not above: Canal-JSON's ``es`` is a millisecond shared by the changes committed in
+        # it, and a batch may have ended amid them. Re-applying the newest change of a partition again is
+        # harmless: no later change of its key was applied (a key stays in one partition).
+        return joined.filter(F.col("_applied").isNull() | sequence.isNull() | (sequence >= F.col("_applied"))
+                             ).drop("_applied")
+
+    def _remember_sequences(self, state: JobState, applicable: DataFrame) -> None:
+        from pyspark.sql import functions as F
+
+        newest = (applicable.groupBy("topic", "partition")
+                  .agg(F.max(F.col("sequence").cast("decimal(38,0)")).alias("newest")).collect())
+        for row in newest:
+            position = state.positions.get((row["topic"], row["partition"]))
+            if position is not None and row["newest"] is not None:
+                position.sequence = max(position.sequence or 0, int(row["newest"]))
 
     def _deduplicated(self, changes: DataFrame) -> DataFrame:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
@@ -343,7 +379,7 @@ class Replicator:
         for row in ddl_rows.collect():
             ddl = event_from_json(orjson.loads(row["event"]))
             assert isinstance(ddl, Ddl)
-            position = row["commit_ts"] if self.watermarks else row["timestamp_ms"]
+            position = self._position_of(row)
             for key in self._tables_of(ddl, state, work):
                 work.setdefault(key, _TableWork(key)).ddls.append((position or 0, ddl))
         for schema in facts.bootstraps:
@@ -360,6 +396,15 @@ class Replicator:
             segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
         return work
 
+    def _position_of(self, change: Any) -> int:
+        """Where a change stands in the upstream's order: its commit ts; for a format without
+        watermarks the order it carries (Canal's ``es``, DataWorks' ``sequenceId``), else the Kafka
+        timestamp (TiCDC and DataWorks send every change before a DDL ahead of it)."""
+        if self.watermarks:
+            return int(change["commit_ts"] or 0)
+        sequence = change["sequence"]
+        return int(sequence) if sequence is not None else int(change["timestamp_ms"] or 0)
+
     @staticmethod
     def _tables_of(ddl: Ddl, state: JobState, work: Mapping[tuple[str, str], _TableWork]) -> list[tuple[str, str]]:
         """The tables a DDL changes: its own (for a RENAME TABLE, the one it renames, which TiCDC does not
@@ -374,7 +419,8 @@ class Replicator:
         """Per change, how many of its table's DDLs come before it (the DDL barrier)."""
         from pyspark.sql import functions as F
 
-        position = F.col("commit_ts") if self.watermarks else F.col("timestamp_ms")
+        position = F.col("commit_ts") if self.watermarks else F.coalesce(
+            F.col("sequence").cast("decimal(38,0)"), F.col("timestamp_ms").cast("decimal(38,0)"))
         segment = F.lit(0)
         for (database, table), table_work in work.items():
             if not table_work.ddls:
@@ -468,6 +514,7 @@ class Replicator:
     def _evolve(self, known: TableState, changes: list[SchemaChange]) -> TableState:
         # Planned against the lake table as it is, not as the state remembers it: a batch re-run after a
         # crash finds its DDL already applied, and plans nothing.
+        changes = _not_made_yet(known.schema, changes)
         lake_now = apply.lake_columns_of(self.spark, known.lake_table)
         lake_changes = plan(known.lake_table, lake_now, changes, self.config.evolution, mysql_schema=known.schema)
         apply.run_statements(self.spark, alter_statements(known.lake_table, lake_changes))
@@ -600,6 +647,23 @@ class _Facts:
                 facts.errors.append(f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}")
         facts.errors.sort()
         return facts
+
+
+def _not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[SchemaChange]:
+    """The column changes ``schema`` does not show yet: a DDL delivered again (at-least-once) or a
+    column its rows brought in before the ADD COLUMN arrived is not made twice."""
+    names = {c.name.lower() for c in schema.columns}
+    kept: list[SchemaChange] = []
+    for change in changes:
+        if isinstance(change, AddColumn) and change.column.name.lower() in names:
+            continue
+        if isinstance(change, DropColumn) and change.name.lower() not in names:
+            continue
+        if isinstance(change, RenameColumn) and (change.old.lower() not in names or change.new.lower() in names):
+            continue
+        kept.append(change)
+        names = {c.name.lower() for c in (schema_after(schema, kept) or schema).columns}
+    return kept
 
 
 def status(spark: SparkSession, catalog: str = "lake", namespace: str = "cdclake",

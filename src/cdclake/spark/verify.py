@@ -44,7 +44,7 @@ def expected_frame(spark: SparkSession, schema: TableSchema, rows: Iterable[Mapp
 
     columns = [c for c in schema.columns if c.name in lake_types]
     types = [_as_the_lake_has_it(c.type, lake_types[c.name]) for c in columns]
-    texts = [lake_text_function(mtype) for mtype in types]
+    texts = [_text_as_held(mtype, lake_types[c.name]) for c, mtype in zip(columns, types, strict=True)]
     data = [tuple(text(row.get(c.name)) for c, text in zip(columns, texts, strict=True)) for row in rows]
     names = [f"c{i}" for i in range(len(columns))]
     raw = spark.createDataFrame(data, ", ".join(f"{n} string" for n in names) or "dummy string")
@@ -57,14 +57,28 @@ def expected_frame(spark: SparkSession, schema: TableSchema, rows: Iterable[Mapp
     return raw.select(*typed)
 
 
+def _text_as_held(mtype: MySQLType, held: str) -> Callable[[Any], str | None]:
+    """The lake text of a value; a value a format carries as text (DataWorks' TIME) stays that text."""
+    text = lake_text_function(mtype)
+    if held != "string":
+        return text
+    return lambda value: value if isinstance(value, str) else text(value)
+
+
 def _as_the_lake_has_it(mtype: MySQLType, held: str) -> MySQLType:
     """The column's type as the lake table was made from it: a table made from a format's row types
     has what the format tells (Open Protocol and Canal-JSON say ``enum``, not its members; ``decimal``,
-    not its precision), and holds the values that way."""
+    not its precision; DataWorks carries some types as text), and holds the values that way."""
     if lake_type(mtype) == held:
         return mtype
     bare = MySQLType.parse(mtype.name + (" unsigned" if mtype.unsigned else ""))
-    return bare if lake_type(bare) == held else mtype
+    if lake_type(bare) == held:
+        return bare
+    # DataWorks sends DECIMAL, DATE, DATETIME and TIME as text, and its tables hold that text.
+    return _TEXT if held == "string" else mtype
+
+
+_TEXT = MySQLType.parse("longtext")
 
 
 def compare_table(spark: SparkSession, upstream: str, lake_table: str, schema: TableSchema,

@@ -1,0 +1,136 @@
+"""Replication end to end: a simulated upstream streamed in each format, replicated into Iceberg from
+captured files and from Kafka, leaves every mirror table equal to the upstream, value for value, and
+the changelog holding each change once.
+
+Every test gets its own namespaces in the shared warehouse, so tests do not see each other's tables.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdclake.formats import get_codec
+from cdclake.model import RowChange
+from cdclake.sources.captured import CapturedTopics
+from cdclake.sources.kafka import KafkaTopics
+from cdclake.spark.replicate import ReplicateConfig, Replicator
+from cdclake.spark.verify import compare_tables
+from cdclake.workload import Stream, Workload, WorkloadSpec, produce, produce_to_kafka, write_captured
+from tests.mock_kafka import MockKafka
+
+# DataWorks is not among them yet: its BIT(64) values (signed LONGs) and some text-carried types do not
+# come out equal (see the issue notes).
+FORMATS: dict[str, dict[str, Any]] = {
+    "open": {},
+    "canal-json": {"enable-tidb-extension": True},
+    "canal-json-plain": {},
+    "simple": {},
+    "simple-avro": {},
+}
+_names = itertools.count()
+
+
+def _format(case: str) -> str:
+    return "canal-json" if case == "canal-json-plain" else case
+
+
+def _namespaced(tag: str) -> tuple[ReplicateConfig, Callable[[str, str], str]]:
+    prefix = f"{tag.replace('-', '_')}_{next(_names)}"
+    config = ReplicateConfig("open", namespace=f"{prefix}_cdclake", target_namespace=f"{prefix}_{{database}}")
+    return config, lambda database, table: f"`lake`.`{prefix}_{database}`.`{table}`"
+
+
+def _stream(case: str, duplicates: int = 2, transactions: int = 40) -> tuple[Workload, Stream]:
+    workload = Workload(WorkloadSpec(seed=11, transactions=transactions, rename_table=True))
+    return workload, produce(workload, _format(case), FORMATS[case], duplicates=duplicates)
+
+
+def _replicate(spark: Any, source: Any, case: str, stream: Stream, batches: int = 3, **settings: Any
+               ) -> tuple[Replicator, Callable[[str, str], str], ReplicateConfig]:
+    base, lake_name = _namespaced(case)
+    config = ReplicateConfig(
+        _format(case), stream.codec_options, namespace=base.namespace, target_namespace=base.target_namespace,
+        max_batch_records=max(1, len(stream) // batches + 1), **settings,
+    )
+    replicator = Replicator(spark, source, config)
+    replicator.run(once=True)
+    return replicator, lake_name, config
+
+
+def _distinct_changes(workload: Workload, case: str) -> int:
+    """The row changes of the stream without re-sent copies, as a consumer decodes them."""
+    clean = produce(workload, _format(case), FORMATS[case], duplicates=0)
+    count = 0
+    for messages in clean.partitions.values():
+        decoder = clean.decoder()
+        for message in messages:
+            count += sum(isinstance(event, RowChange) for event in decoder.decode(message))
+        count += sum(isinstance(event, RowChange) for event in decoder.flush())
+    return count
+
+
+def _assert_equal(spark: Any, expected: Mapping[tuple[str, str], Any], lake_name: Callable[[str, str], str]) -> None:
+    comparisons = compare_tables(spark, expected, lake_name)
+    differing = [(c.upstream, c.missing, c.unexpected, c.column_differences, c.examples)
+                 for c in comparisons if not c.equal]
+    assert not differing
+    assert len(comparisons) == len(expected) >= 7
+
+
+@pytest.mark.parametrize("case", FORMATS)
+def test_a_captured_stream_replicates_to_the_upstream_tables(spark: Any, tmp_path: Path, case: str) -> None:
+    workload, stream = _stream(case)
+    assert stream.resent, "the stream must hold re-sent duplicates for this test to mean anything"
+    write_captured(stream, tmp_path, stream.topic)
+    _, lake_name, config = _replicate(spark, CapturedTopics(tmp_path), case, stream)
+    _assert_equal(spark, workload.oracle().carried(_format(case), stream.codec_options).tables, lake_name)
+    changelog = spark.table(f"`lake`.`{config.namespace}`.`changelog`").count()
+    if case == "canal-json-plain":
+        # Without commit ts a re-sent copy of the millisecond a batch ended in is applied again (harmless
+        # to the table, see Replicator._past_sequences), so the changelog may repeat it.
+        assert changelog >= _distinct_changes(workload, case)
+    else:
+        assert changelog == _distinct_changes(workload, case)
+    assert spark.table(f"`lake`.`{config.namespace}`.`dead_letters`").count() == 0
+
+
+@pytest.fixture(scope="module")
+def kafka() -> MockKafka:
+    return MockKafka()
+
+
+@pytest.mark.parametrize("case", ["open", "simple"])
+def test_a_kafka_stream_replicates_to_the_upstream_tables(spark: Any, kafka: MockKafka, case: str) -> None:
+    workload, stream = _stream(case, transactions=40)
+    topic = f"replicate-{case}-{next(_names)}"
+    config = {"bootstrap.servers": kafka.bootstrap}
+    produce_to_kafka(stream, config, topic)
+    _, lake_name, _ = _replicate(spark, KafkaTopics(config, names=[topic]), case, stream, batches=2)
+    _assert_equal(spark, workload.oracle().carried(_format(case), stream.codec_options).tables, lake_name)
+
+
+def test_replaying_every_range_changes_nothing(spark: Any, tmp_path: Path) -> None:
+    """A second job over the same tables that reads the whole topic again (its state lost but the
+    tables' applied resolved ts kept) applies nothing twice."""
+    workload, stream = _stream("simple")
+    write_captured(stream, tmp_path, stream.topic)
+    replicator, lake_name, config = _replicate(spark, CapturedTopics(tmp_path), "simple", stream)
+    state_table = f"`lake`.`{config.namespace}`.`state`"
+    before = spark.table(f"`lake`.`{config.namespace}`.`changelog`").count()
+    # Forget where reading stands (positions, carried messages, pending), keep what each table applied.
+    spark.sql(f"DELETE FROM {state_table} WHERE state != 'table'")
+    replicator.run(once=True)
+    _assert_equal(spark, workload.oracle().carried("simple", stream.codec_options).tables, lake_name)
+    assert spark.table(f"`lake`.`{config.namespace}`.`changelog`").count() == before
+
+
+def test_the_codecs_say_which_order_their_streams_apply_in() -> None:
+    assert get_codec("open").has_watermarks(get_codec("open").resolve())
+    assert get_codec("canal-json").has_watermarks(get_codec("canal-json").resolve({"enable-tidb-extension": True}))
+    assert not get_codec("canal-json").has_watermarks(get_codec("canal-json").resolve())
+    assert not get_codec("dataworks").has_watermarks(get_codec("dataworks").resolve())
