@@ -47,6 +47,7 @@ from typing import Any
 
 import fastavro
 import orjson
+from benchmarks_md import write_section  # bench/ is on the path when a script here runs
 
 from cdclake.formats import get_codec
 from cdclake.formats.base import Decoder
@@ -481,17 +482,6 @@ def report(command: str, pinned: str, load: str, repeat: int, rows: int, body: s
     )
 
 
-def write_section(path: Path, section: str) -> None:
-    """Put the section into ``path``, replacing an earlier run's and leaving the rest of the file alone."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if SECTION_START in text and SECTION_END in text:
-        head, rest = text.split(SECTION_START, 1)
-        text = head + section + rest.split(SECTION_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def profile(case: Case, top: int) -> None:
     profiler = cProfile.Profile()
     profiler.runcall(_decode_slices, case)
@@ -523,7 +513,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(body)
     if not args.no_write and not args.formats:
         command = "python3 bench/decode.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
-        write_section(args.output, report(command, pinned, load_average(), args.repeat, len(rows), body))
+        section = report(command, pinned, load_average(), args.repeat, len(rows), body)
+        write_section(args.output, section, SECTION_START, SECTION_END)
         print(f"\nwritten to {args.output}")
 
 

@@ -66,6 +66,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from benchmarks_md import write_section  # bench/ is on the path when a script here runs
+
 import cdclake.model
 from cdclake.formats import get_codec
 from cdclake.model import Origin, RawMessage
@@ -815,17 +817,6 @@ def _librdkafka() -> str:
     return str(confluent_kafka.libversion()[0])
 
 
-def write_section(path: Path, section: str) -> None:
-    """Put the section into ``path``, replacing an earlier run's and leaving the rest of the file alone."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if SECTION_START in text and SECTION_END in text:
-        head, rest = text.split(SECTION_START, 1)
-        text = head + section + rest.split(SECTION_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 # --- main ------------------------------------------------------------------------------------------
 
 
@@ -913,7 +904,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     section = report(command, stream, measured, (loads_start, load_average()))
     print(section)
     if not args.no_write:
-        write_section(args.output, section)
+        write_section(args.output, section, SECTION_START, SECTION_END)
         print(f"\nwritten to {args.output}")
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from cdclake.errors import CdclakeError
 from cdclake.model import ColumnSchema, TableSchema
+from cdclake.schema.evolution import quote
 from cdclake.schema.lake import lake_cast, lake_type
 from cdclake.spark.commit import with_commit_properties
 
@@ -41,10 +42,6 @@ class WriteSettings:
     files, cheap for small batches; ``copy-on-write`` rewrites data files, cheaper to read)."""
 
     write_mode: str = "merge-on-read"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def sql_string(text: str) -> str:

@@ -34,7 +34,7 @@ import orjson
 from cdclake.errors import CdclakeError, OptionError
 from cdclake.eventjson import event_from_json, schema_from_json
 from cdclake.formats import get_codec
-from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, Origin, RawMessage, TableSchema
+from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
 from cdclake.schema.ddl import (
     AddColumn,
     CreateTable,
@@ -49,7 +49,7 @@ from cdclake.schema.ddl import (
     schema_after,
     table_before,
 )
-from cdclake.schema.evolution import EvolutionPolicy, alter_statements, changes_seen_in_rows, plan
+from cdclake.schema.evolution import EvolutionPolicy, alter_statements, changes_seen_in_rows, plan, quote
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark import apply
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
@@ -58,6 +58,7 @@ from cdclake.spark.state import (
     Position,
     TableState,
     append_plan,
+    carried_from_record,
     ensure_state_table,
     load_state,
     prune_primes,
@@ -561,10 +562,10 @@ class Replicator:
             namespace, _, name = mapped.rpartition(".")
         else:
             namespace, name = self.config.target_namespace.format(database=database), table
-        return f"{apply.quote(self.config.catalog)}.{apply.quote(namespace)}.{apply.quote(name)}"
+        return f"{quote(self.config.catalog)}.{quote(namespace)}.{quote(name)}"
 
     def _system(self, name: str) -> str:
-        return f"{apply.quote(self.config.catalog)}.{apply.quote(self.config.namespace)}.{apply.quote(name)}"
+        return f"{quote(self.config.catalog)}.{quote(self.config.namespace)}.{quote(name)}"
 
     # --- the job's own tables -------------------------------------------------------------------------
 
@@ -637,12 +638,7 @@ class _Facts:
             elif kind == "bootstrap":
                 facts.bootstraps.append(schema_from_json(orjson.loads(row["event"])))
             elif kind == "carry":
-                message = RawMessage(row["raw_key"], row["raw_value"],
-                                     Origin(topic=row["topic"], partition=row["partition"], offset=row["offset"]),
-                                     row["timestamp_ms"])
-                version = int(row["sequence"]) if row["sequence"] is not None else None
-                facts.carried.setdefault(tp, []).append(
-                    (CarriedMessage(row["reason"], message), row["database"], row["table"], version))
+                facts.carried.setdefault(tp, []).append(carried_from_record(row))
             elif kind == "error":
                 facts.errors.append(f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}")
         facts.errors.sort()

@@ -106,13 +106,7 @@ def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobSt
         elif kind == "plan":
             state.plan.append(OffsetRange(row["topic"], row["partition"], row["offset"], row["end_offset"]))
         elif kind == "carry":
-            message = RawMessage(row["raw_key"], row["raw_value"],
-                                 Origin(topic=row["topic"], partition=row["partition"], offset=row["offset"]),
-                                 row["timestamp_ms"])
-            version = int(row["sequence"]) if row["sequence"] is not None else None
-            state.carried.setdefault(tp, []).append(
-                (CarriedMessage(row["reason"], message), row["database"], row["table"], version)
-            )
+            state.carried.setdefault(tp, []).append(carried_from_record(row))
         elif kind == "table":
             schema = schema_from_json(orjson.loads(row["event"]))
             state.tables[(row["database"], row["table"])] = TableState(schema, row["reason"], row["commit_ts"])
@@ -121,6 +115,16 @@ def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobSt
     state.plan.sort()
     pending = table.filter("state = 'pending'").select(*CHANGE_NAMES)
     return state, pending
+
+
+def carried_from_record(record: Any) -> tuple[CarriedMessage, str | None, str | None, int | None]:
+    """A ``carry`` change record (a Spark row) as the message it carries, with the database, table and
+    schema version it defines (a ``prime``), or None for those (a ``held`` message)."""
+    message = RawMessage(record["raw_key"], record["raw_value"],
+                         Origin(topic=record["topic"], partition=record["partition"], offset=record["offset"]),
+                         record["timestamp_ms"])
+    version = int(record["sequence"]) if record["sequence"] is not None else None
+    return CarriedMessage(record["reason"], message), record["database"], record["table"], version
 
 
 def _row(state: str, batch: int, **fields: Any) -> tuple[Any, ...]:

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdclake.model import TableSchema
+from cdclake.schema.evolution import quote
 from cdclake.schema.lake import lake_cast, lake_text_function, lake_type
-from cdclake.spark.apply import quote, sql_string, table_exists
+from cdclake.spark.apply import table_exists
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -119,6 +120,3 @@ def compare_tables(spark: SparkSession, tables: Mapping[tuple[str, str], Any],
 def lake_name_in(catalog: str) -> Callable[[str, str], str]:
     """The default naming: ``catalog.database.table``."""
     return lambda database, table: f"{quote(catalog)}.{quote(database)}.{quote(table)}"
-
-
-__all__ = ["TableComparison", "compare_table", "compare_tables", "expected_frame", "lake_name_in", "sql_string"]
