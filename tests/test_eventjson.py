@@ -197,7 +197,7 @@ OTHER_EVENTS: list[Event] = [
         location="s3://bucket/claim/5.json",
     ),
     LargeMessageRef(LargeMessageKind.HANDLE_KEY_ONLY, _row({"id": "bigint"}, {"id": 6})),
-    PendingRow("shop", "orders", 3, origin=ORIGIN),
+    PendingRow("shop", "orders", 3, origin=ORIGIN, commit_ts=449460043903926324),
 ]
 
 

@@ -454,6 +454,7 @@ def event_to_json(event: Event) -> dict[str, Any]:
                 "database": event.database,
                 "table": event.table,
                 "schema_version": event.schema_version,
+                "commit_ts": event.commit_ts,
             }
             return _with_origin(obj, event.origin)
     raise TypeError(f"not an event: {event!r}")
@@ -574,6 +575,7 @@ def _pending_from_json(obj: Mapping[str, Any]) -> PendingRow:
         table=_str(obj, "table"),
         schema_version=_int(obj, "schema_version"),
         origin=_origin(obj),
+        commit_ts=_optional_int(obj, "commit_ts"),
     )
 
 

@@ -255,13 +255,15 @@ class PendingRow:
     """A Simple protocol row whose table schema version is not known yet.
 
     The decoder holds the message and returns the decoded :class:`RowChange`, in arrival order,
-    with the BOOTSTRAP or DDL that brings the schema.
+    with the BOOTSTRAP or DDL that brings the schema. ``commit_ts`` is the row's, which the message
+    carries outside the row: a consumer must not call a ts resolved while a row at or below it waits.
     """
 
     database: str
     table: str
     schema_version: int
     origin: Origin | None = None
+    commit_ts: int | None = None
 
 
 Event = RowChange | Ddl | Watermark | Bootstrap | Heartbeat | Transaction | LargeMessageRef | PendingRow

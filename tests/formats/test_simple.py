@@ -329,8 +329,10 @@ def test_rows_before_their_bootstrap_are_held_and_released_in_order() -> None:
     decoded, in arrival order, with their own origins."""
     _, insert, update, *_ = docs_stream()
     decoder = JSON.decoder()
-    assert decoder.decode(RawMessage(None, insert, at(1))) == [PendingRow("simple", "user", USER_V1, at(1))]
-    assert decoder.decode(RawMessage(None, update, at(2))) == [PendingRow("simple", "user", USER_V1, at(2))]
+    assert decoder.decode(RawMessage(None, insert, at(1))) == [
+        PendingRow("simple", "user", USER_V1, at(1), commit_ts=447984084414103554)]
+    assert decoder.decode(RawMessage(None, update, at(2))) == [
+        PendingRow("simple", "user", USER_V1, at(2), commit_ts=447984099186180098)]
     bootstrap = encode(JSON, [Bootstrap(_user_schema(USER_V1))])[0]
     released = decoder.decode(RawMessage(None, bootstrap, at(3)))
     assert [type(e) for e in released] == [Bootstrap, RowChange, RowChange]

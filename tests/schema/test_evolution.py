@@ -228,6 +228,10 @@ def test_changes_seen_in_rows() -> None:
             "extra": T("varchar")}
     assert changes_seen_in_rows(schema, seen) == [AddColumn(ColumnSchema("extra", T("varchar")))]
     assert changes_seen_in_rows(schema, {"n": T("bigint")}) == []  # the same lake column
+    widened = TableSchema("shop", "t", (ColumnSchema("n", T("bigint")), ColumnSchema("x", T("decimal(12,2)"))))
+    # Rows written before the columns were widened: the lake columns hold their values as they are.
+    assert changes_seen_in_rows(widened, {"n": T("int"), "x": T("decimal(10,2)")}) == []
+    assert changes_seen_in_rows(schema, {"id": T("bigint")}) == [ModifyColumn(ColumnSchema("id", T("bigint")))]
     contradicting = {"price": T("decimal(10,3)"), "n": T("varchar(5)")}
     assert changes_seen_in_rows(schema, contradicting) == [
         ModifyColumn(ColumnSchema("price", T("decimal(10,3)"), nullable=False)),

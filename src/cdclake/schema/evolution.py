@@ -348,7 +348,9 @@ def changes_seen_in_rows(schema: TableSchema, types: Mapping[str, MySQLType]) ->
 
     A type that only says less does not contradict: TiCDC's Canal-JSON and Open Protocol write bare types
     (``decimal`` for decimal(10,2), ``bit`` for bit(10), ``enum`` without its members), whose lake types
-    differ from the known column's although the column did not change.
+    differ from the known column's although the column did not change. Nor does a type the lake column
+    already widens (an ``int`` row into a column now ``bigint``): a row written before the column was
+    widened, whose values the column holds as they are.
     """
     changes: list[SchemaChange] = []
     known = {c.name.lower(): c for c in schema.columns}
@@ -363,7 +365,8 @@ def changes_seen_in_rows(schema: TableSchema, types: Mapping[str, MySQLType]) ->
 
 
 def _contradicts(seen: MySQLType, known: MySQLType) -> bool:
-    if lake_type(seen) == lake_type(known):
+    seen_lake, known_lake = lake_type(seen), lake_type(known)
+    if seen_lake == known_lake or _widens(seen_lake, known_lake):
         return False
     says_less = (
         seen.name == known.name

@@ -19,7 +19,8 @@ error      raw_key, raw_value, timestamp_ms and the reason it could not be decod
 carry      a raw message the next batch must decode again, first: ``reason`` is ``prime`` (it
            defines a schema the decoder needs, e.g. a Simple BOOTSTRAP; ``sequence`` holds the
            schema version) or ``held`` (its events are not complete yet: a Simple row waiting for
-           its schema, a DataWorks update's first half at the end of the range)
+           its schema, with its ``commit_ts``; a DataWorks update's first half at the end of the
+           range)
 ========== ==================================================================================
 
 Every record carries the coordinates (topic, partition, offset, index) of the message it came from.
@@ -100,6 +101,7 @@ class CarriedMessage:
 
     role: str  # "prime" or "held"
     message: RawMessage
+    commit_ts: int | None = None  # of a held row: the resolved ts must stay below it until it is applied
 
 
 @dataclass(frozen=True)
@@ -193,10 +195,10 @@ class ChangeWriter:
                  timestamp_ms=message.timestamp_ms, reason=reason)
 
     def add_carry(self, role: str, message: RawMessage, database: str | None = None, table: str | None = None,
-                  version: int | None = None) -> None:
+                  version: int | None = None, commit_ts: int | None = None) -> None:
         self.add("carry", message.origin, raw_key=message.key, raw_value=message.value,
                  timestamp_ms=message.timestamp_ms, reason=role, database=database, table=table,
-                 sequence=None if version is None else str(version))
+                 sequence=None if version is None else str(version), commit_ts=commit_ts)
 
     def take(self) -> pa.RecordBatch:
         import pyarrow as pa
@@ -216,7 +218,7 @@ class PartitionDecoder:
     def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter) -> None:
         self._decoder = get_codec(format_name).decoder(options)
         self._writer = writer
-        self._waiting: dict[tuple[int | None, int | None], RawMessage] = {}  # messages of PendingRows
+        self._waiting: dict[tuple[int | None, int | None], tuple[RawMessage, int | None]] = {}  # of PendingRows
         # The latest messages that gave no event: a decoder holds at most a few (DataWorks: one update half).
         self._quiet: dict[tuple[int | None, int | None], RawMessage] = {}
 
@@ -249,8 +251,8 @@ class PartitionDecoder:
                 self._writer.add_carry("held", held)
             else:
                 self._emit(event, RawMessage(None, None, event_origin(event) or Origin()))
-        for message in self._waiting.values():
-            self._writer.add_carry("held", message)
+        for message, commit_ts in self._waiting.values():
+            self._writer.add_carry("held", message, commit_ts=commit_ts)
 
     def _emit(self, event: Event, message: RawMessage) -> None:
         writer = self._writer
@@ -263,7 +265,7 @@ class PartitionDecoder:
                 except DecodeError as exc:
                     writer.add_error(message, str(exc))
             case PendingRow():
-                self._waiting[_coordinates(event.origin)] = message
+                self._waiting[_coordinates(event.origin)] = (message, event.commit_ts)
             case Ddl():
                 writer.add("ddl", event.origin, database=event.database, table=event.table,
                            commit_ts=event.commit_ts, sequence=writer.sequence_of(event),

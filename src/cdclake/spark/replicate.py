@@ -239,14 +239,14 @@ class Replicator:
                 raise BadMessageError(f"{facts.errors[0]} (on-bad-message = fail: nothing of batch {batch} "
                                       "was applied)")
             self._advance_positions(state, facts, ranges, extents)
-            resolved = None if apply_all else self._resolved_ts(state)
+            resolved = None if apply_all else self._resolved_ts(state, facts)
             report.resolved_ts = resolved
             changes = self._selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
             ready = F.lit(True) if resolved is None else F.coalesce(F.col("commit_ts") <= resolved, F.lit(True))
             applicable = self._deduplicated(self._not_yet_applied(changes.filter(ready), state))
             applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK)
             try:
-                work = self._plan_tables(applicable, facts, state)
+                work = self._plan_tables(applicable, facts, state, resolved)
                 report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
                 self._append_changelog(applicable, batch, recovering, report.changes_applied)
                 if facts.errors:
@@ -295,13 +295,19 @@ class Replicator:
             position = state.positions[tp]
             position.heartbeat_ms = max(position.heartbeat_ms or 0, newest)
 
-    def _resolved_ts(self, state: JobState) -> int | None:
-        """The ts every partition has announced; None for a format without watermarks (every change
-        read applies)."""
+    def _resolved_ts(self, state: JobState, facts: _Facts) -> int | None:
+        """The ts every partition has announced, and below every row still waiting for its schema;
+        None for a format without watermarks (every change read applies).
+
+        A waiting row's transaction is not complete in the lake until the row is applied, and a table's
+        applied ts must not pass a row it has not applied: a replay drops what is at or below it."""
         if not self.watermarks:
             return None
         marks = [position.watermark for position in state.positions.values()]
-        return 0 if not marks or None in marks else min(m for m in marks if m is not None)
+        resolved = 0 if not marks or None in marks else min(m for m in marks if m is not None)
+        waiting = [carried.commit_ts for entries in facts.carried.values() for carried, *_ in entries
+                   if carried.role == "held" and carried.commit_ts is not None]
+        return min(resolved, min(waiting) - 1) if waiting else resolved
 
     # --- selecting changes ----------------------------------------------------------------------------
 
@@ -316,16 +322,17 @@ class Replicator:
         return changes
 
     def _not_yet_applied(self, changes: DataFrame, state: JobState) -> DataFrame:
-        """Without the changes applied already: at or below the resolved ts their table applied, or, for
-        a format without watermarks, at or below the newest sequence applied from their partition (a
-        re-delivered range after the producer restarted)."""
+        """Without the changes applied already: at or below the resolved ts their table applied (or had
+        applied when it was renamed or dropped), or, for a format without watermarks, at or below the
+        newest sequence applied from their partition (a re-delivered range after the producer
+        restarted)."""
         from pyspark.sql import functions as F
 
         if not self.watermarks:
             return self._past_sequences(changes, state)
-        applied = [(db, table, known.applied_ts) for (db, table), known in state.tables.items()
-                   if known.applied_ts is not None]
-        if not self.watermarks or not applied:
+        applied_ts = {**state.gone, **{key: known.applied_ts for key, known in state.tables.items()}}
+        applied = [(db, table, ts) for (db, table), ts in applied_ts.items() if ts is not None]
+        if not applied:
             return changes
         marks = self.spark.createDataFrame(applied, "`database` string, `table` string, `_applied` bigint")
         joined = changes.join(F.broadcast(marks), ["database", "table"], "left")
@@ -372,7 +379,7 @@ class Replicator:
 
     # --- planning the tables' work --------------------------------------------------------------------
 
-    def _plan_tables(self, applicable: DataFrame, facts: _Facts, state: JobState
+    def _plan_tables(self, applicable: DataFrame, facts: _Facts, state: JobState, resolved: int | None
                      ) -> dict[tuple[str, str], _TableWork]:
         """The DDLs, and the column sets of rows, of each table in this batch (small: collected)."""
         work: dict[tuple[str, str], _TableWork] = {}
@@ -383,10 +390,6 @@ class Replicator:
             position = self._position_of(row)
             for key in self._tables_of(ddl, state, work):
                 work.setdefault(key, _TableWork(key)).ddls.append((position or 0, ddl))
-        for schema in facts.bootstraps:
-            key = (schema.database, schema.table)
-            if key not in state.tables and self._wanted(key):
-                work.setdefault(key, _TableWork(key)).bootstrap = schema
         segmented = applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
         groups = segmented.groupBy("database", "table", "_segment", "columns", "key_columns").count().collect()
         for row in groups:
@@ -395,7 +398,23 @@ class Replicator:
             segment = segments.setdefault(row["_segment"], _Segment(row["_segment"]))
             segment.changes += row["count"]
             segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
+        # The newest schema the resolved ts allows, where the batch read several.
+        for schema in sorted(facts.bootstraps, key=lambda b: b.version or 0, reverse=True):
+            if self._creates_from(schema, state, work, resolved):
+                work[(schema.database, schema.table)] = _TableWork((schema.database, schema.table), bootstrap=schema)
         return work
+
+    def _creates_from(self, bootstrap: TableSchema, state: JobState, work: Mapping[tuple[str, str], _TableWork],
+                      resolved: int | None) -> bool:
+        """Whether a BOOTSTRAP creates its table now: a table no change of this batch creates, whose schema
+        version the resolved ts has passed. A BOOTSTRAP is the table as it is when sent, which may be ahead
+        of the changes applied so far: rows still waiting above R, or in this batch before one of its
+        DDLs, carry an older schema (a column since renamed, an int since widened), and they must meet
+        the table as it was, so their own column types and DDLs create and evolve it."""
+        key = (bootstrap.database, bootstrap.table)
+        if key in state.tables or key in work or not self._wanted(key):
+            return False
+        return resolved is None or bootstrap.version is None or bootstrap.version <= resolved
 
     def _position_of(self, change: Any) -> int:
         """Where a change stands in the upstream's order: its commit ts; for a format without
@@ -478,12 +497,7 @@ class Replicator:
                                     rows.filter(F.col("_segment") == index), properties)
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
-            if known is not None:
-                if resolved is not None:
-                    known.applied_ts = resolved
-                state.tables[key] = known
-            elif work.key in state.tables:
-                del state.tables[work.key]
+            _register(state, work.key, known, resolved)
         return touched
 
     def _properties(self, batch: int, step: int, resolved: int | None) -> dict[str, str]:
@@ -643,6 +657,23 @@ class _Facts:
                 facts.errors.append(f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}")
         facts.errors.sort()
         return facts
+
+
+def _register(state: JobState, upstream: tuple[str, str], known: TableState | None, resolved: int | None) -> None:
+    """Record what a batch left of the upstream table it knew as ``upstream``: ``known`` (under its
+    new name after a RENAME TABLE), or nothing after a DROP. A name that went is remembered with the
+    resolved ts it went at, so that a replay of its older changes does not bring it back."""
+    now = None
+    if known is not None:
+        now = (known.schema.database, known.schema.table)
+        if resolved is not None:
+            known.applied_ts = resolved
+        state.tables[now] = known
+        state.gone.pop(now, None)
+    if upstream != now:
+        state.tables.pop(upstream, None)
+        if resolved is not None:
+            state.gone[upstream] = resolved
 
 
 def _not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[SchemaChange]:

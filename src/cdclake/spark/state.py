@@ -22,6 +22,8 @@ pending   a change record waiting for the resolved ts to reach it
 carry     a raw message carried into the next batch's decoding (see changes.py)
 table     database, table (upstream names); ``event`` the schema as JSON, ``reason`` the lake
           table, ``commit_ts`` the resolved ts applied to it
+gone      database, table of an upstream table renamed or dropped; ``commit_ts`` the resolved ts
+          applied when it went, so that its changes read again (a replay) do not bring it back
 ========= =================================================================================
 """
 
@@ -73,6 +75,7 @@ class JobState:
         default_factory=dict
     )
     tables: dict[tuple[str, str], TableState] = field(default_factory=dict)
+    gone: dict[tuple[str, str], int] = field(default_factory=dict)
     plan: list[OffsetRange] = field(default_factory=list)
 
     def positions_map(self) -> dict[tuple[str, int], int]:
@@ -110,6 +113,8 @@ def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobSt
         elif kind == "table":
             schema = schema_from_json(orjson.loads(row["event"]))
             state.tables[(row["database"], row["table"])] = TableState(schema, row["reason"], row["commit_ts"])
+        elif kind == "gone":
+            state.gone[(row["database"], row["table"])] = row["commit_ts"]
     if state.plan:
         state.batch -= 1  # the plan row carries the batch it plans; the state is that of the one before
     state.plan.sort()
@@ -124,7 +129,7 @@ def carried_from_record(record: Any) -> tuple[CarriedMessage, str | None, str | 
                          Origin(topic=record["topic"], partition=record["partition"], offset=record["offset"]),
                          record["timestamp_ms"])
     version = int(record["sequence"]) if record["sequence"] is not None else None
-    return CarriedMessage(record["reason"], message), record["database"], record["table"], version
+    return CarriedMessage(record["reason"], message, record["commit_ts"]), record["database"], record["table"], version
 
 
 def _row(state: str, batch: int, **fields: Any) -> tuple[Any, ...]:
@@ -149,10 +154,13 @@ def small_rows(state: JobState, batch: int, with_plan: bool) -> list[tuple[Any, 
             rows.append(_row("carry", batch, topic=origin.topic, partition=origin.partition, offset=origin.offset,
                              raw_key=carried.message.key, raw_value=carried.message.value,
                              timestamp_ms=carried.message.timestamp_ms, reason=carried.role, database=database,
-                             table=table, sequence=None if version is None else str(version)))
+                             table=table, sequence=None if version is None else str(version),
+                             commit_ts=carried.commit_ts))
     for (database, table), known in sorted(state.tables.items()):
         rows.append(_row("table", batch, database=database, table=table, reason=known.lake_table,
                          commit_ts=known.applied_ts, event=orjson.dumps(schema_to_json(known.schema)).decode()))
+    for (database, table), applied_ts in sorted(state.gone.items()):
+        rows.append(_row("gone", batch, database=database, table=table, commit_ts=applied_ts))
     return rows
 
 

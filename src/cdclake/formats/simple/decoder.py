@@ -280,7 +280,7 @@ class SimpleDecoder:
         row: _Row = (op, database, table, version, commit_ts, table_id, data, old, large, location, meta)
         if cached is None:
             self._held.append((row, origin))
-            self._ready.append(PendingRow(database, table, version, origin))
+            self._ready.append(PendingRow(database, table, version, origin, commit_ts))
         else:
             self._ready.append(_row_event(row, cached, origin))
 
