@@ -51,7 +51,7 @@ from cdclake.schema.ddl import (
 )
 from cdclake.schema.evolution import EvolutionPolicy, alter_statements, changes_seen_in_rows, plan, quote
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
-from cdclake.spark import apply
+from cdclake.spark import apply, killpoints
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
 from cdclake.spark.state import (
     JobState,
@@ -213,6 +213,7 @@ class Replicator:
                 return None
             state.plan = ranges
             append_plan(self.spark, self.config.catalog, self.config.namespace, ranges, batch)
+            killpoints.reached("planned")
         report = BatchReport(batch)
         # Nothing left to read while finishing: the tail above the resolved ts is applied if asked.
         apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
@@ -233,6 +234,7 @@ class Replicator:
         decoded = self._decode(ranges, state).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             facts = _Facts.of(decoded)
+            killpoints.reached("decoded")
             report.records = sum(r.size for r in ranges)
             report.dead_letters = len(facts.errors)
             if facts.errors and self.config.on_bad_message == "fail":
@@ -249,9 +251,11 @@ class Replicator:
                 work = self._plan_tables(applicable, facts, state, resolved)
                 report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
                 self._append_changelog(applicable, batch, recovering, report.changes_applied)
+                killpoints.reached("changelog")
                 if facts.errors:
                     self._append_dead_letters(decoded.filter("kind = 'error'"), batch, recovering)
                 self._apply_tables(state, work, applicable, batch, recovering, resolved, report)
+                killpoints.reached("tables-applied")
                 if not self.watermarks:
                     self._remember_sequences(state, applicable)
             finally:
@@ -260,6 +264,7 @@ class Replicator:
             state.plan = []
             waiting = changes.filter(~ready).select(*CHANGE_NAMES) if resolved is not None else None
             write_state(self.spark, self.config.catalog, self.config.namespace, state, batch, waiting)
+            killpoints.reached("committed")
         finally:
             decoded.unpersist()
 
@@ -495,6 +500,7 @@ class Replicator:
                 properties = self._properties(batch, step, resolved)
                 apply.merge_changes(self.spark, known.lake_table, known.schema,
                                     rows.filter(F.col("_segment") == index), properties)
+                killpoints.reached("table-merged")
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
             _register(state, work.key, known, resolved)
@@ -552,10 +558,12 @@ class Replicator:
                 step += 1
                 if (batch, step) > done:
                     apply.truncate(self.spark, known.lake_table, self._properties(batch, step, resolved))
+                    killpoints.reached("table-merged")
             elif isinstance(change, RenameTable):
                 known = self._rename(known, change)
             else:
                 known = self._evolve(known, [change])
+        killpoints.reached("ddl-applied")
         return known, step
 
     def _rename(self, known: TableState, change: RenameTable) -> TableState:
