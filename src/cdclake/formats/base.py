@@ -78,6 +78,10 @@ def _no_sequence(change: RowChange | Ddl) -> str | None:
     return None
 
 
+def _no_commit_ms(change: RowChange | Ddl) -> int | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Codec:
     """A format: its options, decoder and encoder, and how a consumer orders its changes.
@@ -87,7 +91,11 @@ class Codec:
     resolved ts; otherwise in partition order as they arrive. ``sequence_of(row)`` is what the format
     carries beside a change (row or DDL) to tell a re-delivered duplicate from a genuine repeat and to
     order it within its partition (DataWorks' ``sequenceId``), or None where the commit ts and the images
-    are all there is.
+    are all there is; ``unique_sequences`` whether no two changes share one (DataWorks' ids do not;
+    Canal-JSON's ``es`` is a millisecond that the changes committed in it share).
+    ``commit_ms_of(change)`` is the commit's physical time (epoch ms) that a change
+    without a commit ts carries (Canal-JSON's ``es``, DataWorks' ``eventTime``), from which a commit ts
+    can be derived for a format that needs one; None where there is none.
     """
 
     name: str
@@ -96,6 +104,8 @@ class Codec:
     make_encoder: Callable[[Mapping[str, Any]], Encoder]
     has_watermarks: Callable[[Mapping[str, Any]], bool] = _always
     sequence_of: Callable[[RowChange | Ddl], str | None] = _no_sequence
+    unique_sequences: bool = False
+    commit_ms_of: Callable[[RowChange | Ddl], int | None] = _no_commit_ms
 
     def resolve(self, given: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         """Every option of this codec with its value: the defaults, overridden by ``given`` and by

@@ -1037,6 +1037,14 @@ def _sequence_of(change: RowChange | Ddl) -> str | None:
     return None if sequence is None else str(sequence)
 
 
+def _commit_ms_of(change: RowChange | Ddl) -> int | None:
+    """``timestamp.eventTime``, when the change happened in the source database (epoch ms); None where
+    it is missing or the -1 written for none."""
+    timestamp = change.meta.get("timestamp")
+    event_time = timestamp.get("eventTime") if isinstance(timestamp, dict) else None
+    return event_time if type(event_time) is int and event_time >= 0 else None
+
+
 CODEC = Codec(
     name=FORMAT,
     options={
@@ -1060,4 +1068,6 @@ CODEC = Codec(
     # DataWorks sends no watermark: changes apply in partition order, heartbeats only report progress.
     has_watermarks=lambda options: False,
     sequence_of=_sequence_of,
+    unique_sequences=True,
+    commit_ms_of=_commit_ms_of,
 )

@@ -67,7 +67,7 @@ from cdclake.spark.state import (
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 CHANGELOG_DDL = (
     "`database` string, `table` string, `op` string, `commit_ts` bigint, `before` string, `after` string, "
@@ -229,11 +229,10 @@ class Replicator:
                      extents: Mapping[tuple[str, int], PartitionExtent], batch: int, recovering: bool,
                      apply_all: bool, report: BatchReport) -> None:
         from pyspark import StorageLevel
-        from pyspark.sql import functions as F
 
         decoded = self._decode(ranges, state).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            facts = _Facts.of(decoded)
+            facts = _Facts.of(decoded, sequences=not self.watermarks)
             killpoints.reached("decoded")
             report.records = sum(r.size for r in ranges)
             report.dead_letters = len(facts.errors)
@@ -244,8 +243,9 @@ class Replicator:
             resolved = None if apply_all else self._resolved_ts(state, facts)
             report.resolved_ts = resolved
             changes = self._selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
-            ready = F.lit(True) if resolved is None else F.coalesce(F.col("commit_ts") <= resolved, F.lit(True))
-            applicable = self._deduplicated(self._not_yet_applied(changes.filter(ready), state))
+            ready = self._ready(resolved, None if self.watermarks else self._resolved_sequence(state, extents))
+            applicable = self._deduplicated(self._not_yet_applied(
+                changes if ready is None else changes.filter(ready), state))
             applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 work = self._plan_tables(applicable, facts, state, resolved)
@@ -262,7 +262,7 @@ class Replicator:
                 applicable.unpersist()
             self._carry_on(state, facts, ranges)
             state.plan = []
-            waiting = changes.filter(~ready).select(*CHANGE_NAMES) if resolved is not None else None
+            waiting = None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES)
             write_state(self.spark, self.config.catalog, self.config.namespace, state, batch, waiting)
             killpoints.reached("committed")
         finally:
@@ -299,6 +299,9 @@ class Replicator:
         for tp, newest in facts.heartbeats.items():
             position = state.positions[tp]
             position.heartbeat_ms = max(position.heartbeat_ms or 0, newest)
+        for tp, newest in facts.sequences.items():
+            position = state.positions[tp]
+            position.read_sequence = max(position.read_sequence or 0, newest)
 
     def _resolved_ts(self, state: JobState, facts: _Facts) -> int | None:
         """The ts every partition has announced, and below every row still waiting for its schema;
@@ -313,6 +316,32 @@ class Replicator:
         waiting = [carried.commit_ts for entries in facts.carried.values() for carried, *_ in entries
                    if carried.role == "held" and carried.commit_ts is not None]
         return min(resolved, min(waiting) - 1) if waiting else resolved
+
+    def _resolved_sequence(self, state: JobState, extents: Mapping[tuple[str, int], PartitionExtent]) -> int | None:
+        """For a format without watermarks, the sequence below which every partition has been read: the
+        lowest of the newest sequences read on the partitions not read to their end (one read to its
+        end has nothing older to come); None when every partition is read to its end.
+
+        A partition's changes come in sequence order, so one that is read up to sequence s can send
+        nothing below s any more; a DDL applied above that bound could overtake a row of an older
+        schema still unread on a slower partition."""
+        behind = [position.read_sequence for tp, position in state.positions.items()
+                  if tp in extents and position.next_offset < extents[tp].high and position.read_sequence is not None]
+        return min(behind) if behind else None
+
+    def _ready(self, resolved: int | None, resolved_sequence: int | None) -> Column | None:
+        """Which changes apply in this batch, or None for all of them: at or below the resolved ts, or
+        (formats without watermarks) below the resolved sequence, strictly: changes may share one
+        (Canal's ``es``), and the rest of its changes may be unread yet. A change without the value to
+        compare applies."""
+        from pyspark.sql import functions as F
+
+        if resolved is not None:
+            return F.coalesce(F.col("commit_ts") <= resolved, F.lit(True))
+        if resolved_sequence is not None:
+            below = F.col("sequence").cast("decimal(38,0)") < F.lit(Decimal(resolved_sequence)).cast("decimal(38,0)")
+            return F.coalesce(below, F.lit(True))
+        return None
 
     # --- selecting changes ----------------------------------------------------------------------------
 
@@ -353,11 +382,12 @@ class Replicator:
         marks = self.spark.createDataFrame(applied, "`topic` string, `partition` int, `_applied` decimal(38,0)")
         sequence = F.col("sequence").cast("decimal(38,0)")
         joined = changes.join(F.broadcast(marks), ["topic", "partition"], "left")
-        # At or above, not above: Canal-JSON's ``es`` is a millisecond shared by the changes committed in
-        # it, and a batch may have ended amid them. Re-applying the newest change of a partition again is
-        # harmless: no later change of its key was applied (a key stays in one partition).
-        return joined.filter(F.col("_applied").isNull() | sequence.isNull() | (sequence >= F.col("_applied"))
-                             ).drop("_applied")
+        # Where changes share a sequence (Canal-JSON's ``es``: a millisecond), at or above, not above: the
+        # rest of a partition's newest millisecond may arrive after the batch that applied part of it.
+        # Re-applying the newest change of a partition again is harmless to the tables: no later change
+        # of its key was applied (a key stays in one partition); the changelog may show it twice.
+        newer = sequence > F.col("_applied") if self.codec.unique_sequences else sequence >= F.col("_applied")
+        return joined.filter(F.col("_applied").isNull() | sequence.isNull() | newer).drop("_applied")
 
     def _remember_sequences(self, state: JobState, applicable: DataFrame) -> None:
         from pyspark.sql import functions as F
@@ -640,20 +670,30 @@ class _Facts:
     carried: dict[tuple[str, int], list[tuple[CarriedMessage, str | None, str | None, int | None]]] = field(
         default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    sequences: dict[tuple[str, int], int] = field(default_factory=dict)  # the newest read, per partition
 
     @classmethod
-    def of(cls, decoded: DataFrame) -> _Facts:
+    def of(cls, decoded: DataFrame, sequences: bool = False) -> _Facts:
+        """The facts of ``decoded``; with ``sequences``, the newest change sequence per partition too."""
         from pyspark.sql import functions as F
 
         facts = cls()
+        fields = ("kind", "topic", "partition", "offset", "commit_ts", "database", "table", "sequence", "event",
+                  "timestamp_ms", "reason")
         wanted = decoded.filter("kind NOT IN ('row', 'ddl')").select(
-            "kind", "topic", "partition", "offset", "commit_ts", "database", "table", "sequence", "event",
-            "timestamp_ms", "reason",
+            *fields,
             F.when(F.col("kind") == "carry", F.col("raw_key")).alias("raw_key"),
             F.when(F.col("kind") == "carry", F.col("raw_value")).alias("raw_value"))
+        if sequences:
+            newest = (decoded.filter("kind IN ('row', 'ddl') AND sequence IS NOT NULL").groupBy("topic", "partition")
+                      .agg(F.max(F.col("sequence").cast("decimal(38,0)")).cast("string").alias("sequence"))
+                      .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence"))
+            wanted = wanted.unionByName(newest, allowMissingColumns=True)
         for row in wanted.collect():
             kind, tp = row["kind"], (row["topic"], row["partition"])
-            if kind == "watermark":
+            if kind == "sequence":
+                facts.sequences[tp] = int(row["sequence"])
+            elif kind == "watermark":
                 facts.watermarks[tp] = max(facts.watermarks.get(tp, 0), row["commit_ts"])
             elif kind == "heartbeat":
                 facts.heartbeats[tp] = max(facts.heartbeats.get(tp, 0), row["commit_ts"])

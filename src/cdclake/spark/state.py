@@ -14,8 +14,8 @@ All of it lives in the rows of ``<catalog>.<namespace>.state``, a table of chang
 state     the row
 ========= =================================================================================
 position  topic, partition; ``offset`` the next to read, ``commit_ts`` the newest watermark
-          (null before the first), ``timestamp_ms`` the newest heartbeat, ``sequence`` (formats
-          without watermarks) the newest change sequence applied
+          (null before the first), ``timestamp_ms`` the newest heartbeat; formats without
+          watermarks: ``sequence`` the newest change sequence applied, ``key`` the newest read
 plan      topic, partition, ``offset`` .. ``end_offset``: the ranges of batch ``batch``, present
           only between its start and its end
 pending   a change record waiting for the resolved ts to reach it
@@ -54,6 +54,7 @@ class Position:
     watermark: int | None = None
     heartbeat_ms: int | None = None
     sequence: int | None = None  # formats without watermarks: the newest change sequence applied
+    read_sequence: int | None = None  # and the newest read
 
 
 @dataclass
@@ -104,8 +105,8 @@ def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobSt
         state.batch = max(state.batch, row["batch"] or 0)
         tp = (row["topic"], row["partition"])
         if kind == "position":
-            sequence = int(row["sequence"]) if row["sequence"] is not None else None
-            state.positions[tp] = Position(row["offset"], row["commit_ts"], row["timestamp_ms"], sequence)
+            sequence, read = (int(row[name]) if row[name] is not None else None for name in ("sequence", "key"))
+            state.positions[tp] = Position(row["offset"], row["commit_ts"], row["timestamp_ms"], sequence, read)
         elif kind == "plan":
             state.plan.append(OffsetRange(row["topic"], row["partition"], row["offset"], row["end_offset"]))
         elif kind == "carry":
@@ -143,7 +144,8 @@ def small_rows(state: JobState, batch: int, with_plan: bool) -> list[tuple[Any, 
     for (topic, partition), position in sorted(state.positions.items()):
         rows.append(_row("position", batch, topic=topic, partition=partition, offset=position.next_offset,
                          commit_ts=position.watermark, timestamp_ms=position.heartbeat_ms,
-                         sequence=None if position.sequence is None else str(position.sequence)))
+                         sequence=None if position.sequence is None else str(position.sequence),
+                         key=None if position.read_sequence is None else str(position.read_sequence)))
     if with_plan:
         for planned in state.plan:
             rows.append(_row("plan", batch + 1, topic=planned.topic, partition=planned.partition,
