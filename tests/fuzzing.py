@@ -13,26 +13,31 @@ _JSON_TOKENS = [
 ]
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    """One random mutation: flip, insert, delete, truncate, duplicate a span, or splice a JSON token."""
+# The kinds of mutation, in the order ``mutate`` numbers them.
+MUTATIONS = ("flip", "insert", "delete", "truncate", "duplicate", "splice", "retype")
+
+
+def mutate(data: bytes, rng: random.Random, kind: str | None = None) -> bytes:
+    """One mutation, of the kind named (one of :data:`MUTATIONS`) or of a random one: flip a bit, insert
+    a byte, delete a span, truncate, duplicate a span, splice a JSON token, or retype a JSON value."""
     if not data:
         return bytes([rng.randrange(256)])
-    kind = rng.randrange(7)
+    number = rng.randrange(7) if kind is None else MUTATIONS.index(kind)
     at = rng.randrange(len(data))
-    if kind == 0:
+    if number == 0:
         return data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :]
-    if kind == 1:
+    if number == 1:
         return data[:at] + bytes([rng.randrange(256)]) + data[at:]
-    if kind == 2:
+    if number == 2:
         end = min(len(data), at + rng.randrange(1, 9))
         return data[:at] + data[end:]
-    if kind == 3:
+    if number == 3:
         return data[:at]
-    if kind == 4:
+    if number == 4:
         end = min(len(data), at + rng.randrange(1, 33))
         return data[:end] + data[at:end] + data[end:]
     token = rng.choice(_JSON_TOKENS)
-    if kind == 5:
+    if number == 5:
         return data[:at] + token + data[at:]
     # Replace the JSON scalar that starts at a value position with a token of another type.
     colon = data.find(b":", at)

@@ -348,14 +348,8 @@ def is_tidb_datetime_text(text: str) -> bool:
     fraction digits. Only that shape may take datetime.fromisoformat (ten times faster than the
     pattern), which would also take ISO week dates, ``T``, ``,`` and zone suffixes."""
     size = len(text)
-    return (
-        (size == 19 or (21 <= size <= 26 and text[19] == "."))
-        and text[10] == " "
-        and text[4] == "-"
-        and text[7] == "-"
-        and text[13] == ":"
-        and text[16] == ":"
-    )
+    # text[4:17:3] holds the characters at 4, 7, 10, 13 and 16: one slice costs half of five subscripts.
+    return (size == 19 or (21 <= size <= 26 and text[19] == ".")) and text[4:17:3] == "-- ::"
 
 
 _datetime_from_iso = dt.datetime.fromisoformat
@@ -391,8 +385,29 @@ def parse_timestamp(text: str, tz: dt.tzinfo) -> dt.datetime | ZeroTemporal:
     return local.replace(tzinfo=tz).astimezone(dt.UTC)
 
 
+def is_time_of_day_text(text: str) -> bool:
+    """Whether ``text`` is shaped as TiDB writes a TIME of two-digit hours: ``HH:MM:SS`` plus ``.`` and
+    1-6 fraction digits. Only that shape may take datetime.fromisoformat as a time of day (five times
+    faster than the pattern), which would also take ``,`` before the fraction and zone suffixes."""
+    size = len(text)
+    return (size == 8 or (10 <= size <= 15 and text[8] == ".")) and text[2:6:3] == "::"
+
+
+# A TIME of the shape above is read as the time of day on this date, less its midnight.
+TIME_OF_DAY_DATE = "1970-01-01T"
+TIME_OF_DAY_MIDNIGHT = dt.datetime(1970, 1, 1)
+
+
 def parse_time(text: str) -> dt.timedelta:
     """A TIME text, ``[-]HHH:MM:SS[.ffffff]``, as a timedelta (negative and past 24 hours allowed)."""
+    if is_time_of_day_text(text):
+        try:
+            clock = _datetime_from_iso(TIME_OF_DAY_DATE + text)
+        except ValueError:
+            pass  # hours past 23, minutes or seconds past 59, non-digits: the pattern below decides
+        else:
+            if clock.tzinfo is None:
+                return clock - TIME_OF_DAY_MIDNIGHT
     match = _TIME_RE.fullmatch(text)
     if match is None:
         raise TypeParseError(f"not a time: {text!r}")

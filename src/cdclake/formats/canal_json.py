@@ -27,15 +27,23 @@ import math
 import re
 import struct
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
 from cdclake.errors import DecodeError, EncodeError, TypeParseError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool
+from cdclake.formats.compiled import (
+    DATETIME_SHAPE,
+    TIME_SHAPE,
+    ImageReader,
+    OldImageReader,
+    compile_old_reader,
+    compile_reader,
+)
 from cdclake.formats.compression import COMPRESSION_OPTION, compressor, decompressor
 from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type, ticdc_type
 from cdclake.model import (
@@ -50,6 +58,8 @@ from cdclake.model import (
     Watermark,
 )
 from cdclake.types import (
+    TIME_OF_DAY_DATE,
+    TIME_OF_DAY_MIDNIGHT,
     Family,
     MySQLType,
     ZeroTemporal,
@@ -213,8 +223,6 @@ def _latin1_bytes(raw: Any) -> bytes:
 
 _date_from_iso = dt.date.fromisoformat
 _datetime_from_iso = dt.datetime.fromisoformat
-_EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_TEXT = "1970-01-01T"
 
 # The shape checks are written out in each converter: they run once per value, and a call of a shape
 # function costs as much as the check itself.
@@ -277,19 +285,7 @@ def _text_only(parse: Callable[[str], _Value], raw: Any) -> _Value:
 
 
 def _time(raw: Any) -> dt.timedelta:
-    # HH:MM:SS[.f{1,6}] below 24 hours goes through the C parser, which agrees with parse_time there
-    # (fromisoformat also reads a "," before the fraction and a UTC offset: both fall through).
-    if raw.__class__ is str:
-        size = len(raw)
-        if (size == 8 or (10 <= size <= 15 and raw[8] == ".")) and raw[2] == ":" and raw[5] == ":":
-            try:
-                clock = _datetime_from_iso(_EPOCH_TEXT + raw)
-            except ValueError:
-                pass
-            else:
-                if clock.tzinfo is None:
-                    return clock - _EPOCH  # a timedelta, without reading the clock's fields one by one
-    return _text_only(parse_time, raw)
+    return _text_only(parse_time, raw)  # which reads TiDB's HH:MM:SS[.ffffff] through the C parser
 
 
 def _enum_converter(mtype: MySQLType) -> Converter:
@@ -338,8 +334,81 @@ def _converter(mtype: MySQLType, tz: dt.tzinfo) -> Converter:
     return simple[family]
 
 
-# What _Columns.fast calls instead of a converter (see there); None passes a JSON string through.
-_FAST: dict[Converter, Any] = {_text: None, _json_text: None, _double: float}
+# --- compiled row readers -----------------------------------------------------------------------
+#
+# Rows are read by functions compiled per column order (see cdclake.formats.compiled), each column by
+# statements that do what its converter does to the string TiDB writes, and call the converter on
+# anything else (typed JSON of third-party producers). Where a statement raises, the row is read
+# again by the converters, which say why or read what the statements refused (a zero date).
+
+_INLINE_SCOPE: dict[str, Any] = {
+    "Decimal": Decimal,
+    "_fromdate": _date_from_iso,
+    "_fromisoformat": _datetime_from_iso,
+    "_f32_pack": _pack_float32,
+    "_f32_unpack": _unpack_float32,
+    "_UTC": dt.UTC,
+    "_TIME_OF_DAY_DATE": TIME_OF_DAY_DATE,
+    "_MIDNIGHT": TIME_OF_DAY_MIDNIGHT,
+}
+
+
+def _inline(mtype: MySQLType, tz: dt.tzinfo) -> str:
+    """Statements that turn the non-null JSON value in variable ``{v}`` into what the column's converter
+    (in variable ``{c}``, made by :func:`_converter` of ``mtype`` and ``tz``) returns, or raise: a
+    ``str.format`` template of the names of :data:`_INLINE_SCOPE`."""
+    family = mtype.family
+    if family is Family.STRING or family is Family.VECTOR:
+        return "if type({v}) is not str: raise TypeError"
+    if family is Family.JSON:
+        return "if type({v}) is not str: {v} = {c}({v})"
+    if family is Family.DOUBLE:
+        return "{v} = float({v})"  # _double
+    if family is Family.FLOAT:
+        return "{v} = _f32_unpack(_f32_pack(float({v})))[0]"  # _float32
+    if family is Family.BINARY or family is Family.GEOMETRY:
+        return "{v} = {v}.encode('latin-1') if type({v}) is str else {c}({v})"
+    if family is Family.DECIMAL:
+        return _on_text("{v} = Decimal({v})\nif not {v}.is_finite(): raise ValueError")
+    if family is Family.INTEGER or family is Family.BIT:
+        low, high = mtype.integer_range() if family is Family.INTEGER else (0, (1 << (mtype.length or 64)) - 1)
+        return _on_text(f"{{v}} = int({{v}})\nif not {low} <= {{v}} <= {high}: raise ValueError")
+    if family is Family.YEAR or (family in (Family.ENUM, Family.SET) and mtype.elements is None):
+        return _on_text("{v} = int({v})")  # _year: a bare enum's index, a bare set's bitmask
+    if family is Family.ENUM and mtype.elements is not None:  # enum_value: 0 is '', 1 the first member
+        members = repr(("", *mtype.elements)).replace("{", "{{").replace("}", "}}")  # a format template
+        in_range = f"if not 0 <= _i <= {len(mtype.elements)}: raise ValueError"
+        return _on_text(f"_i = int({{v}})\n{in_range}\n{{v}} = {members}[_i]")
+    if family is Family.DATE:
+        return _parsed("len({v}) == 10 and {v}[4:8:3] == '--'", "_fromdate({v})")
+    if family is Family.DATETIME:
+        return _parsed(DATETIME_SHAPE, "_fromisoformat({v})", "_x if _x.tzinfo is None else {c}({v})")
+    if family is Family.TIME:
+        read = "_x - _MIDNIGHT if _x.tzinfo is None else {c}({v})"
+        return _parsed(TIME_SHAPE, "_fromisoformat(_TIME_OF_DAY_DATE + {v})", read)
+    offset = tz.utcoffset(None)
+    if family is Family.TIMESTAMP and offset is not None:  # _timestamp_converter's fast path
+        instant = "_x" if offset == _ZERO else "_x.astimezone(_UTC)"
+        return _parsed(DATETIME_SHAPE, f"_fromisoformat({{v}} + {_offset_text(offset)!r})", instant)
+    return "{v} = {c}({v})"  # SET, and TIMESTAMP in a zone with daylight saving time
+
+
+def _on_text(statements: str) -> str:
+    """``statements`` on a string ``{v}``; the converter on anything else."""
+    indented = "".join(f"    {line}\n" for line in statements.splitlines())
+    return f"if type({{v}}) is str:\n{indented}else: {{v}} = {{c}}({{v}})"
+
+
+def _parsed(shape: str, parse: str, read: str = "_x") -> str:
+    """``{v}`` parsed by ``parse`` into ``_x`` and taken as ``read`` where it is a string of ``shape``;
+    where ``parse`` refuses it (a zero date) and anything else, the converter."""
+    return (
+        f"if type({{v}}) is str and {shape}:\n"
+        f"    try: _x = {parse}\n"
+        "    except ValueError: {v} = {c}({v})\n"
+        f"    else: {{v}} = {read}\n"
+        "else: {v} = {c}({v})"
+    )
 
 
 # The type a column without mysqlType gets from the JSON values it holds (documented in canal-json.md).
@@ -436,24 +505,61 @@ def _end_of(pattern: re.Pattern[str], text: str, position: int) -> int:
 # --- the decoder -------------------------------------------------------------------------------------
 
 
+class _RowReader(NamedTuple):
+    """The compiled readers of rows whose columns are ``keys``, in that order."""
+
+    keys: tuple[str, ...]
+    read: ImageReader
+    # An UPDATE's whole old image (TiCDC's), given data's row and its values: a column of the same
+    # string in both takes data's value.
+    read_old: OldImageReader
+
+
 @dataclass(frozen=True, slots=True)
 class _Columns:
-    """What a message's ``mysqlType`` says: each column's type and the converter of its values."""
+    """What a message's ``mysqlType`` says: each column's type and the converter of its values, and
+    the compiled readers of rows of these columns, per order of columns seen (up to _MAX_ROW_READERS;
+    none where ``tz`` is None: types inferred for one message are not worth compiling)."""
 
     types: Mapping[str, MySQLType]
     converters: dict[str, Converter]
-    # The converters the fast path of _images calls: None where a JSON string is the value as it is
-    # (text columns), a builtin where it does all the converter does. Anything they raise sends the
-    # row through the converters above, which say what is wrong.
-    fast: dict[str, Any]
+    tz: dt.tzinfo | None
+    readers: dict[tuple[str, ...], _RowReader] = field(default_factory=dict)
+
+    def reader_of(self, row: dict[str, Any]) -> _RowReader | None:
+        """The reader of rows with ``row``'s columns in its order, where each column has a type."""
+        keys = tuple(row)
+        reader = self.readers.get(keys)
+        tz = self.tz
+        if reader is None and tz is not None and len(self.readers) < _MAX_ROW_READERS:
+            reader = self._compile(keys, tz)
+            if reader is not None:
+                self.readers[keys] = reader
+        return reader
+
+    def _compile(self, keys: tuple[str, ...], tz: dt.tzinfo) -> _RowReader | None:
+        if not all(name in self.converters for name in keys):
+            return None  # a column without mysqlType: the careful conversion infers its type
+        scope = dict(_INLINE_SCOPE)
+        reads = []
+        for i, name in enumerate(keys):
+            scope[f"c{i}"] = self.converters[name]
+            reads.append(_inline(self.types[name], tz).format(v=f"v{i}", c=f"c{i}").splitlines())
+        # Text columns are read by a type check, cheaper than comparing them.
+        compared = [None if self.types[name].family in _TEXT_FAMILIES else "str" for name in keys]
+        return _RowReader(keys, compile_reader(keys, reads, scope), compile_old_reader(keys, reads, compared, scope))
 
 
-def _columns_of(types: dict[str, MySQLType], converters: dict[str, Converter]) -> _Columns:
-    fast = {name: _FAST.get(convert, convert) for name, convert in converters.items()}
-    return _Columns(MappingProxyType(types), converters, fast)
+# Orders of columns compiled per mysqlType map: a producer writes a table's columns in one order.
+_MAX_ROW_READERS = 8
+_TEXT_FAMILIES = frozenset((Family.STRING, Family.VECTOR, Family.JSON))
 
 
-_NO_COLUMNS = _columns_of({}, {})
+def _columns_of(types: dict[str, MySQLType], converters: dict[str, Converter], tz: dt.tzinfo | None) -> _Columns:
+    return _Columns(MappingProxyType(types), converters, tz)
+
+
+_NO_COLUMNS = _columns_of({}, {}, None)
 # Distinct mysqlType maps (and type texts) kept per decoder; a stream has one per table and schema
 # version. A full cache is emptied, so that no input can make it grow without end.
 _COLUMNS_CACHE_SIZE = 4096
@@ -625,7 +731,7 @@ class CanalJsonDecoder:
         converters: dict[str, Converter] = {}
         for name, text in mysql_types.items():
             types[name], converters[name] = self._type(name, text)
-        columns = _columns_of(types, converters)
+        columns = _columns_of(types, converters, self._tz)
         if len(self._columns_of_types) >= _COLUMNS_CACHE_SIZE:
             self._columns_of_types.clear()
         self._columns_of_types[key] = columns
@@ -655,7 +761,7 @@ class CanalJsonDecoder:
         for name, found in values.items():
             types[name] = _inferred_type(name, found)
             converters[name] = _converter(types[name], self._tz)
-        return _columns_of(types, converters)
+        return _columns_of(types, converters, None)
 
     def _ddl(self, message: dict[str, Any], canal_type: str, origin: Origin) -> Ddl:
         sql = message.get("sql")
@@ -691,24 +797,10 @@ def _images(
     op: Op, data: list[Any], old: list[Any] | None, columns: _Columns
 ) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
     """(before, after) of each row of ``data``."""
-    converters, fast = columns.converters, columns.fast
     images: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
     for index, row in enumerate(data):
-        try:
-            image = (
-                {
-                    name: raw
-                    if raw is None or ((convert := fast[name]) is None and raw.__class__ is str)
-                    else convert(raw)
-                    for name, raw in row.items()
-                }
-                if row.__class__ is dict
-                else None
-            )
-        except Exception:  # whatever it is, the careful conversion below says which column and why
-            image = None
-        if image is None:
-            image = _convert_row(row, converters, index)
+        reader = columns.reader_of(row) if row.__class__ is dict else None
+        image = _read_row(row, reader, columns.converters, index)
         if op is Op.INSERT:
             images.append((None, image))
         elif op is Op.DELETE:
@@ -716,8 +808,17 @@ def _images(
             images.append((image, None))
         else:
             old_row = old[index] if old is not None and index < len(old) else None
-            images.append((_before_image(old_row, row, image, converters, index), image))
+            images.append((_before_image(old_row, row, image, columns.converters, reader, index), image))
     return images
+
+
+def _read_row(row: Any, reader: _RowReader | None, converters: dict[str, Converter], index: int) -> dict[str, Any]:
+    if reader is None:
+        return _convert_row(row, converters, index)
+    try:
+        return reader.read(row)
+    except Exception:  # whatever it is, the careful conversion says which column and why
+        return _convert_row(row, converters, index)
 
 
 def _convert_row(row: Any, converters: dict[str, Converter], index: int) -> dict[str, Any]:
@@ -734,7 +835,12 @@ def _convert_row(row: Any, converters: dict[str, Converter], index: int) -> dict
 
 
 def _before_image(
-    old_row: Any, row: dict[str, Any], image: dict[str, Any], converters: dict[str, Converter], index: int
+    old_row: Any,
+    row: dict[str, Any],
+    image: dict[str, Any],
+    converters: dict[str, Converter],
+    reader: _RowReader | None,
+    index: int,
 ) -> dict[str, Any]:
     """An UPDATE's before image: the row ``data`` gives, overlaid with its ``old``. A partial ``old``
     lists the columns that changed, a null in it an old NULL; the columns it leaves out kept their
@@ -743,6 +849,11 @@ def _before_image(
         return dict(image)
     if old_row.__class__ is not dict:
         raise _Invalid(f"old[{index}] must be an object of column values, got {_json_kind(old_row)}")
+    if reader is not None and tuple(old_row) == reader.keys:  # a whole old image, as TiCDC sends by default
+        try:
+            return reader.read_old(old_row, row, image)
+        except Exception:  # whatever it is, the careful loop says which column and why
+            return _before_image_carefully(old_row, row, image, converters, index)
     try:
         # The loop below, as one comprehension; whatever it raises (a column missing from data too),
         # the loop says which column and why, or reads the row as it does.
@@ -1177,6 +1288,11 @@ def _sequence_of(change: RowChange | Ddl) -> str | None:
     return None if change.commit_ts is not None or es is None else str(es)
 
 
+def _commit_ms_of(change: RowChange | Ddl) -> int | None:
+    """``es``, the commit's physical time in milliseconds, of a change that has no commit ts."""
+    return _meta_int(change.meta, "es") if change.commit_ts is None else None
+
+
 CODEC = Codec(
     name=FORMAT,
     options={
@@ -1198,4 +1314,5 @@ CODEC = Codec(
     make_encoder=CanalJsonEncoder,
     has_watermarks=_has_watermarks,
     sequence_of=_sequence_of,
+    commit_ms_of=_commit_ms_of,
 )

@@ -34,6 +34,7 @@ import orjson
 
 from cdclake.errors import DecodeError, EncodeError, OptionError, TypeParseError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool, parse_int
+from cdclake.formats.compiled import DATETIME_SHAPE, TIME_SHAPE
 from cdclake.formats.compression import COMPRESSION_OPTION, compressor, decompressor
 from cdclake.model import (
     Ddl,
@@ -48,6 +49,8 @@ from cdclake.model import (
     Watermark,
 )
 from cdclake.types import (
+    TIME_OF_DAY_DATE,
+    TIME_OF_DAY_MIDNIGHT,
     Family,
     MySQLType,
     ZeroTemporal,
@@ -87,6 +90,7 @@ _KEY_FLAGS = HANDLE_KEY_FLAG | PRIMARY_KEY_FLAG
 _RECORD_OVERHEAD = 36
 
 _U64 = struct.Struct(">Q")
+_FLOAT32 = struct.Struct("<f")
 _U64_MAX = 2**64 - 1
 _YEAR_MAX = 2155
 
@@ -841,13 +845,12 @@ def _compile_shape(
         "_Invalid": _Invalid,
         "Decimal": Decimal,
         "DECIMAL": _DECIMAL_RE.fullmatch,
-        "DATE": _ISO_DATE.fullmatch,
-        "DATETIME": _ISO_DATETIME.fullmatch,
-        "DURATION": _DURATION.fullmatch,
         "date_iso": dt.date.fromisoformat,
         "datetime_iso": dt.datetime.fromisoformat,
-        "DAY_ONE": dt.datetime(1, 1, 1),
-        "to_float32": to_float32,
+        "TIME_OF_DAY_DATE": TIME_OF_DAY_DATE,
+        "MIDNIGHT": TIME_OF_DAY_MIDNIGHT,
+        "f32_pack": _FLOAT32.pack,
+        "f32_unpack": _FLOAT32.unpack,
         "a2b_base64": binascii.a2b_base64,
         "unicode_escape": _UNICODE_ESCAPE,
         "QUOTE": '"',
@@ -950,7 +953,8 @@ def _inline_conversion(i: int, decoding: _ColumnDecoding, tz: dt.tzinfo, namespa
     if family is Family.FLOAT:
         return [
             f"if v{i} is not None:",
-            f"    v{i} = to_float32(v{i}) if type(v{i}) is float or type(v{i}) is int else C{i}(v{i})",
+            # to_float32, inline; OverflowError (an ArithmeticError) past the float32 range
+            f"    v{i} = f32_unpack(f32_pack(v{i}))[0] if type(v{i}) is float or type(v{i}) is int else C{i}(v{i})",
         ]
     if convert is _quoted_bytes:
         # go_unquote's first two cases: nothing to unescape, or only \xNN escapes (every backslash
@@ -974,31 +978,34 @@ def _inline_conversion(i: int, decoding: _ColumnDecoding, tz: dt.tzinfo, namespa
             f"    v{i} = a2b_base64(v{i}, strict_mode=True){decode} if type(v{i}) is str else C{i}(v{i})",
         ]
     if convert is _time:
-        # _time's layout with two-digit hours and no sign, HH:MM:SS[.f{1,6}]: read as a time of day by
-        # fromisoformat and taken as the duration since midnight, several times faster than from the
-        # pattern's groups. Hours past 23 or a field past 59 raise ValueError: the careful path reads
-        # them. Other layouts (a sign, three-digit hours) go to _time.
-        admitted = f'len(v{i}) >= 8 and v{i}[2] == ":" and DURATION(v{i})'
-        return _iso_or_careful(i, admitted, f'datetime_iso("0001-01-01T" + v{i}) - DAY_ONE')
+        # parse_time's fast path (the shape of types.is_time_of_day_text), which _time agrees with;
+        # hours past 23 or a field past 59 raise ValueError, a sign or three-digit hours fail the
+        # shape: all go to _time.
+        parse, read = f"datetime_iso(TIME_OF_DAY_DATE + v{i})", f"_x - MIDNIGHT if _x.tzinfo is None else C{i}(v{i})"
+        return _iso_or_careful(i, TIME_SHAPE.format(v=f"v{i}"), parse, read)
     if convert is _date:
-        return _iso_or_careful(i, f"DATE(v{i})", f"date_iso(v{i})")
+        return _iso_or_careful(i, f"len(v{i}) == 10 and v{i}[4:8:3] == '--'", f"date_iso(v{i})")
+    datetime_shape = DATETIME_SHAPE.format(v=f"v{i}")
     if convert is _datetime:
-        return _iso_or_careful(i, f"DATETIME(v{i})", f"datetime_iso(v{i})")
+        return _iso_or_careful(i, datetime_shape, f"datetime_iso(v{i})", f"_x if _x.tzinfo is None else C{i}(v{i})")
     if family is Family.TIMESTAMP and tz is dt.UTC:  # see _timestamp_converter's convert_utc
-        return _iso_or_careful(i, f"DATETIME(v{i})", f'datetime_iso(v{i} + "+00:00")')
+        return _iso_or_careful(i, datetime_shape, f'datetime_iso(v{i} + "+00:00")')
     return call
 
 
-def _iso_or_careful(i: int, admitted: str, read: str) -> list[str]:
-    """Text of a pattern the column's converter reads with fromisoformat, read so here; text fromisoformat
-    refuses (a zero date, hours past 23) and any other text go to the converter, as in _date."""
+def _iso_or_careful(i: int, admitted: str, parse: str, read: str = "_x") -> list[str]:
+    """Text of a shape the column's converter reads with fromisoformat, parsed so into ``_x`` and taken
+    as ``read``; text fromisoformat refuses (a zero date, hours past 23) and any other text go to the
+    converter, as in _date."""
     return [
         f"if v{i} is not None:",
         f"    if type(v{i}) is str and {admitted}:",
         "        try:",
-        f"            v{i} = {read}",
+        f"            _x = {parse}",
         "        except ValueError:",
         f"            v{i} = C{i}(v{i})",
+        "        else:",
+        f"            v{i} = {read}",
         "    else:",
         f"        v{i} = C{i}(v{i})",
     ]

@@ -11,11 +11,12 @@ Bootstrap or Ddl that brings its schema.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from cdclake.errors import DecodeError
+from cdclake.formats.compiled import ImageReader, OldImageReader, compile_old_reader, compile_reader
 from cdclake.formats.compression import decompressor
 from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type
 from cdclake.formats.simple.fields import UINT64_MAX, Invalid, as_dict, describe, optional, required, uint64
@@ -35,10 +36,13 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.types import MySQLType, zone
+from cdclake.types import Family, MySQLType, zone
 
 _OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 _TYPES = ", ".join(("WATERMARK", "BOOTSTRAP", *TICDC_DDL_TYPES, *_OPS))
+
+# Columns whose values are read by a type check alone (see _compile_old_plan).
+_TEXT_FAMILIES = frozenset((Family.STRING, Family.JSON, Family.VECTOR))
 
 # Compiled image readers kept per table: one for each order of columns an image came with (a full
 # image, a handle-key-only one, ...).
@@ -61,11 +65,12 @@ class _Table:
     ``readers`` are the careful readers and ``fast`` the fast ones (same values, terser failures).
     ``plans`` holds, per order of columns an image came with (TiCDC writes them sorted by name, as
     Go's encoding/json writes a map), a function compiled for that order which reads the image with
-    no per-column lookup and the common conversions inline. A failure on the fast path is explained
-    by re-reading the image with the careful readers.
+    no per-column lookup and the common conversions inline; ``old_plans`` the same for the old image
+    of an UPDATE whose new image came in that order too (see :func:`_compile_old_plan`). A failure on the
+    fast path is explained by re-reading the image with the careful readers.
     """
 
-    __slots__ = ("fast", "inlines", "key_columns", "plans", "readers", "schema", "types")
+    __slots__ = ("fast", "inlines", "key_columns", "old_plans", "plans", "readers", "schema", "types")
 
     def __init__(
         self, schema: TableSchema, readers: dict[str, Reader], fast: dict[str, Reader], inlines: dict[str, str | None]
@@ -76,7 +81,8 @@ class _Table:
         self.inlines = inlines
         self.types: Mapping[str, MySQLType] = MappingProxyType({c.name: c.type for c in schema.columns})
         self.key_columns = schema.key_columns
-        self.plans: dict[tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+        self.plans: dict[tuple[str, ...], ImageReader] = {}
+        self.old_plans: dict[tuple[str, ...], OldImageReader] = {}
 
     def read_image(self, image: Any, field: str) -> dict[str, Any]:
         if type(image) is not dict:
@@ -90,12 +96,35 @@ class _Table:
         except READ_ERRORS:
             raise self._explain(image, field) from None
 
-    def _plan(self, keys: tuple[str, ...]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def read_images(self, data: Any, old: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """(before, after) of a row message: its ``old`` and ``data`` read, ``data`` first, so that its
+        failure is the one told."""
+        if data is None:
+            return None if old is None else self.read_image(old, "old"), None
+        after = self.read_image(data, "data")
+        return None if old is None else self._read_old_image(old, data, after), after
+
+    def _read_old_image(self, old: Any, data: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        """The old image of an UPDATE whose new image ``data`` read as ``after``. TiCDC sends both
+        whole, in the same column order: then the columns an update left alone are taken from
+        ``after`` instead of being read a second time."""
+        if type(old) is dict:
+            keys = tuple(old)
+            old_plan = self.old_plans.get(keys)
+            if old_plan is not None and keys == tuple(data):
+                try:
+                    return old_plan(old, data, after)
+                except READ_ERRORS:
+                    raise self._explain(old, "old") from None
+        return self.read_image(old, "old")
+
+    def _plan(self, keys: tuple[str, ...]) -> ImageReader:
         """The compiled reader of images with ``keys``, cached for the first few orders seen; the
         generic reader for others and for keys that are not all columns of the schema."""
         if len(self.plans) >= _MAX_PLANS or not keys or not all(type(k) is str and k in self.fast for k in keys):
             return self._read_any
         plan = self.plans[keys] = _compile_plan(keys, self.fast, self.inlines)
+        self.old_plans[keys] = _compile_old_plan(keys, self.fast, self.inlines, self.types)
         return plan
 
     def _read_any(self, image: dict[str, Any]) -> dict[str, Any]:
@@ -118,28 +147,38 @@ class _Table:
         return Invalid(f"{field}: values do not fit {schema.database}.{schema.table}")  # pragma: no cover
 
 
-def _compile_plan(
-    names: tuple[str, ...], fast: dict[str, Reader], inlines: dict[str, str | None]
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A function of an image whose keys are ``names``, in order: the image with every non-NULL value
-    read, each column by its inline statements (see :meth:`Wire.inline`) or else its fast reader.
-
-    The code is made from fixed text, integer literals and ``repr`` of strings only: a column name,
-    which comes from the message, appears as a string literal and never as code or a variable name."""
+def _compile_plan(names: tuple[str, ...], fast: dict[str, Reader], inlines: dict[str, str | None]) -> ImageReader:
+    """The reader of images whose keys are ``names``, in order: each column read by its inline
+    statements (see :meth:`Wire.inline`) or else its fast reader."""
     scope: dict[str, Any] = dict(INLINE_SCOPE)
-    body = ["def plan(image):", f"    {''.join(f'v{i}, ' for i in range(len(names)))}= image.values()"]
-    for i, name in enumerate(names):
-        body.append(f"    if v{i} is not None:")
-        inline = inlines[name]
-        scope[f"r{i}"] = fast[name]
-        if inline is None:
-            body.append(f"        v{i} = r{i}(v{i})")
-        else:
-            body.extend("        " + line for line in inline.format(v=f"v{i}", r=f"r{i}").splitlines())
-    body.append("    return {" + ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names)) + "}")
-    exec(compile("\n".join(body), f"<simple plan {names[0]}...>", "exec"), scope)
-    plan: Callable[[dict[str, Any]], dict[str, Any]] = scope["plan"]
-    return plan
+    return compile_reader(names, [_read(i, name, fast, inlines, scope) for i, name in enumerate(names)], scope)
+
+
+def _compile_old_plan(
+    names: tuple[str, ...], fast: dict[str, Reader], inlines: dict[str, str | None], types: Mapping[str, MySQLType]
+) -> OldImageReader:
+    """The reader of an UPDATE's old image whose keys are ``names``, as its new image's are: a column
+    of the same string (a TIMESTAMP: the same object, whose location and value are strings wherever
+    the new one read) takes the new image's value. Text columns, read by a type check, are read again."""
+    scope: dict[str, Any] = dict(INLINE_SCOPE)
+    reads = [_read(i, name, fast, inlines, scope) for i, name in enumerate(names)]
+    compared = [_compared(types[name].family) for name in names]
+    return compile_old_reader(names, reads, compared, scope)
+
+
+def _compared(family: Family) -> str | None:
+    if family in _TEXT_FAMILIES:
+        return None
+    return "dict" if family is Family.TIMESTAMP else "str"
+
+
+def _read(
+    i: int, name: str, fast: dict[str, Reader], inlines: dict[str, str | None], scope: dict[str, Any]
+) -> list[str]:
+    """The statements that read column ``name``'s non-NULL value in variable ``v{i}`` in place."""
+    scope[f"r{i}"] = fast[name]
+    inline = inlines[name]
+    return [f"v{i} = r{i}(v{i})"] if inline is None else inline.format(v=f"v{i}", r=f"r{i}").splitlines()
 
 
 class SimpleDecoder:
@@ -258,14 +297,14 @@ class SimpleDecoder:
             meta["checksum"] = _checksum(checksum)
         cached = self._tables.get((database, table, version))
         if cached is not None and large is None:
-            # _row_event, inline: the common case (data is read first, so its failure is the one told)
-            after = None if data is None else cached.read_image(data, "data")
+            # _row_event, inline: the common case
+            before, after = cached.read_images(data, old)
             self._ready.append(
                 RowChange(
                     op,
                     database,
                     table,
-                    None if old is None else cached.read_image(old, "old"),
+                    before,
                     after,
                     cached.types,
                     cached.key_columns,
@@ -383,8 +422,7 @@ def _checksum(raw: Any) -> dict[str, Any]:
 
 def _row_event(row: _Row, table: _Table, origin: Origin) -> RowChange | LargeMessageRef:
     op, database, name, version, commit_ts, table_id, data, old, large, location, meta = row
-    after = None if data is None else table.read_image(data, "data")
-    before = None if old is None else table.read_image(old, "old")
+    before, after = table.read_images(data, old)
     change = RowChange(
         op, database, name, before, after, table.types, table.key_columns, commit_ts, version, table_id, origin, meta
     )

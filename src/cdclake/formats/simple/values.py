@@ -33,7 +33,10 @@ from functools import partial
 from typing import Any
 
 from cdclake.errors import TypeParseError
+from cdclake.formats.compiled import DATETIME_SHAPE, TIME_SHAPE
 from cdclake.types import (
+    TIME_OF_DAY_DATE,
+    TIME_OF_DAY_MIDNIGHT,
     Family,
     MySQLType,
     ZeroTemporal,
@@ -333,27 +336,14 @@ def _fast_date(raw: Any) -> Any:
 
 
 _fromdate = dt.date.fromisoformat
-_timedelta = dt.timedelta
 
-
-def _fast_time(raw: Any) -> Any:
-    """``HH:MM:SS[.f…]`` in ASCII digits without the regex; anything else (a sign, one or three hour
-    digits, other digits) goes to parse_time, whose regex raises TypeError on a non-str."""
-    if type(raw) is str and raw.isascii():
-        size = len(raw)
-        if (size == 8 or (10 <= size <= 18 and raw[8] == ".")) and raw[2] == ":" and raw[5] == ":":
-            hours, minutes, seconds, fraction = raw[0:2], raw[3:5], raw[6:8], raw[9:]
-            if hours.isdigit() and minutes.isdigit() and seconds.isdigit() and (size == 8 or fraction.isdigit()):
-                micros = int(fraction[:6].ljust(6, "0")) if size > 8 else 0
-                return _timedelta(0, int(hours) * 3600 + int(minutes) * 60 + int(seconds), micros)
-    return parse_time(raw)
-
-
+# parse_time and parse_datetime take their own fast paths: the careful readers of TIME and DATETIME
+# are as fast as a reader can be.
 _FAST_JSON_TEXT_READERS: dict[Family, Reader] = {
     Family.DECIMAL: _fast_decimal,
     Family.DATE: _fast_date,
     Family.DATETIME: _datetime,
-    Family.TIME: _fast_time,
+    Family.TIME: _time,
     Family.STRING: _fast_text,
     Family.JSON: _fast_text,
     Family.VECTOR: _fast_text,
@@ -486,16 +476,35 @@ def json_inline(mtype: MySQLType) -> str | None:
             "else: {v} = {r}({v})"
         )
     if family is Family.DATETIME:
-        # parse_datetime's fast path, inline, for the usual sizes (19, or 21-26 with a fraction)
+        # parse_datetime's fast path, inline (the shape is types.is_tidb_datetime_text)
         return (
-            "if (type({v}) is str and (len({v}) == 19 or (21 <= len({v}) <= 26 and {v}[19] == '.'))"
-            " and {v}[10] == ' ' and {v}[4] == '-' and {v}[7] == '-' and {v}[13] == ':' and {v}[16] == ':'):\n"
+            f"if type({{v}}) is str and {DATETIME_SHAPE}:\n"
             "    try: _x = _fromisoformat({v})\n"
             "    except ValueError: {v} = {r}({v})\n"
             "    else: {v} = _x if _x.tzinfo is None else {r}({v})\n"
             "else: {v} = {r}({v})"
         )
+    if family is Family.TIME:
+        # parse_time's fast path, inline (the shape is types.is_time_of_day_text)
+        return (
+            f"if type({{v}}) is str and {TIME_SHAPE}:\n"
+            "    try: _x = _fromisoformat(_TIME_OF_DAY_DATE + {v})\n"
+            "    except ValueError: {v} = {r}({v})\n"
+            "    else: {v} = _x - _MIDNIGHT if _x.tzinfo is None else {r}({v})\n"
+            "else: {v} = {r}({v})"
+        )
+    if family is Family.TIMESTAMP:
+        # The fast reader's path for the zone "UTC", which is always UTC (see Zones): the text is the
+        # instant itself. Other zones, and all the rest, go to the reader.
+        return (
+            "if (type({v}) is dict and {v}.get('location') == 'UTC' and type(_s := {v}.get('value')) is str"
+            f" and {DATETIME_SHAPE.format(v='_s')}):\n"
+            "    try: {v} = _fromisoformat(_s + '+00:00')\n"
+            "    except ValueError: {v} = {r}({v})\n"
+            "else: {v} = {r}({v})"
+        )
     return None
+
 
 
 INLINE_SCOPE: dict[str, Any] = {
@@ -505,6 +514,8 @@ INLINE_SCOPE: dict[str, Any] = {
     "_isfinite": _isfinite,
     "_f32_pack": _FLOAT32.pack,
     "_f32_unpack": _FLOAT32.unpack,
+    "_TIME_OF_DAY_DATE": TIME_OF_DAY_DATE,
+    "_MIDNIGHT": TIME_OF_DAY_MIDNIGHT,
 }
 """The names :func:`json_inline` statements use."""
 
