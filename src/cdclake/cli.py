@@ -5,7 +5,8 @@ documents) and one line per message it cannot decode on standard error; ``encode
 writes the format's messages (see :mod:`cdclake.message_files` for the file layouts). Exit status: 0 when
 every message went through, 1 when some did not (the rest still did), 2 for a wrong command line.
 ``capture`` saves Kafka topics as captured topics; ``replicate``, ``status`` and ``demo`` (in
-:mod:`cdclake.cli_replicate`) run the replication job.
+:mod:`cdclake.cli_replicate`) run the replication job; ``transcode`` and ``produce`` (in
+:mod:`cdclake.cli_transcode`) the encoding side.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rich.text import Text
 
 from cdclake import samples
 from cdclake.cli_replicate import demo, replicate, status
+from cdclake.cli_transcode import produce, transcode
 from cdclake.errors import CdclakeError, DecodeError, EncodeError, OptionError
 from cdclake.eventjson import dumps_event, loads_event
 from cdclake.formats import FORMAT_NAMES, get_codec
@@ -425,6 +427,8 @@ def capture(
 app.command()(replicate)
 app.command()(status)
 app.command()(demo)
+app.command()(transcode)
+app.command()(produce)
 
 
 def main() -> None:

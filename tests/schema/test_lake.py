@@ -158,7 +158,12 @@ def test_lake_text_function_is_made_once_per_type() -> None:
     ("mysql", "sql"),
     [
         ("bigint unsigned", "CAST(`c` AS decimal(20,0))"),
-        ("bigint", "CAST(`c` AS long)"),
+        (
+            "bigint",  # the unsigned digits of 64 bits too (DataWorks' LONG), only where the cast to long fails
+            "coalesce(CAST(`c` AS long), CAST(CASE WHEN CAST(`c` AS decimal(20,0)) BETWEEN 9223372036854775808 "
+            "AND 18446744073709551615 THEN CAST(`c` AS decimal(20,0)) - 18446744073709551616 END AS long))",
+        ),
+        ("int unsigned", "CAST(`c` AS long)"),
         ("float", "CAST(`c` AS float)"),
         ("varbinary(3)", "unbase64(`c`)"),
         ("datetime", "CAST(`c` AS timestamp_ntz)"),

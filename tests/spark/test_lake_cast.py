@@ -41,6 +41,10 @@ COLUMNS: list[tuple[str, list[Any], list[Any] | None]] = [
     ("tinyint", [-128, 127, None], None),
     ("int unsigned", [4294967295, 0, None], None),
     ("bigint", [-(2**63), 2**63 - 1, None], None),
+    # DataWorks' LONG: a bigint unsigned or bit(64) value, as its unsigned digits, keeps its 64 bits in a
+    # bigint column; past 64 bits, signed or unsigned, nothing holds it.
+    ("bigint", [2**63, 2**64 - 1, 12345678901234567890], [-(2**63), -1, 12345678901234567890 - 2**64]),
+    ("bigint", [2**64, -(2**63) - 1, None], [None, None, None]),
     ("bigint unsigned", [2**64 - 1, 0, None], None),
     ("bit(63)", [2**63 - 1, 1, None], None),
     ("bit(64)", [2**64 - 1, 0, None], None),

@@ -23,14 +23,13 @@ from cdclake.spark.verify import compare_tables
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce, produce_to_kafka, write_captured
 from tests.mock_kafka import MockKafka
 
-# DataWorks is not among them yet: its BIT(64) values (signed LONGs) and some text-carried types do not
-# come out equal (see the issue notes).
 FORMATS: dict[str, dict[str, Any]] = {
     "open": {},
     "canal-json": {"enable-tidb-extension": True},
     "canal-json-plain": {},
     "simple": {},
     "simple-avro": {},
+    "dataworks": {},
 }
 _names = itertools.count()
 

@@ -186,6 +186,26 @@ def test_dataworks_writes_updates_as_pairs_and_heartbeats(streams: dict[str, Str
     assert joined and not any(e.meta.get("unpaired") for e in joined)
 
 
+@pytest.mark.parametrize("name", ["dataworks", "dataworks-one-record"])
+def test_dataworks_sequence_ids_number_the_task_in_commit_order(name: str, streams: dict[str, Stream]) -> None:
+    """Without watermarks, a DataWorks consumer orders changes across partitions by sequenceId (a row
+    against its table's DDL on partition 0): one number per record of the whole task, rising with the
+    commits (the workload gives each commit a millisecond of its own, its eventTime)."""
+    records: dict[int, set[tuple[int, int, str]]] = defaultdict(set)
+    for partition, messages in streams[name].partitions.items():
+        for message in messages:
+            payload = orjson.loads(message.value or b"")["payload"]
+            if payload["op"] != "MHEARTBEAT":
+                # A re-sent copy is the same record again; the halves of an update pair differ by op.
+                records[int(payload["sequenceId"])].add((payload["timestamp"]["eventTime"], partition, payload["op"]))
+    assert len({partition for found in records.values() for _, partition, _ in found}) == 4
+    for sequence, found in records.items():
+        assert len({(ms, partition) for ms, partition, _ in found}) == 1, f"sequenceId {sequence} names {found}"
+        assert len(found) == 1 or {op for _, _, op in found} == {"UPDATE_BEFOR", "UPDATE_AFTER"}
+    commit_ms = [next(iter(records[sequence]))[0] for sequence in sorted(records)]
+    assert commit_ms == sorted(commit_ms)
+
+
 # --- Simple protocol BOOTSTRAPs ---
 
 

@@ -7,7 +7,8 @@ decimals up to precision 38. Every MySQL type gets the Iceberg column that holds
 MySQL type                                 lake column          lake text (what :func:`lake_cast` reads)
 =========================================  ===================  ===============================================
 tinyint, smallint, mediumint, int          int                  digits
-int unsigned, bigint                       long                 digits
+int unsigned                               long                 digits
+bigint                                     long                 digits; up to 2**64-1 as well [2]
 bigint unsigned                            decimal(20,0)        digits
 bit(n) (n <= 63), set without members      long                 digits (the bits as an unsigned number)
 bit(64), bit of unknown width, set without decimal(20,0)        digits
@@ -35,6 +36,12 @@ a CREATE TABLE always has its width.
     digits (``-838:59:59.000000``, ``37:33:24.000000``). Formats differ in telling a column's precision
     (Open Protocol and Canal-JSON say ``time``), and the same value must be the same text whichever
     format brought it. As text it does not sort as durations do.
+
+[2] DataWorks' LONG tells no signedness: a ``bigint unsigned`` or ``bit(64)`` value comes as its unsigned
+    digits in a column typed ``bigint``, and a lake table made from such rows has a long column. Digits
+    from 2**63 to 2**64-1 are read as the long with the same 64 bits (2**64-1 is -1), as a Java long
+    holds them, rather than cast to NULL; the digits of a column known to be unsigned (from its DDL) go
+    to its decimal(20,0) unchanged.
 
 **Zero dates.** A :class:`cdclake.types.ZeroTemporal` (``0000-00-00``) names no day; the lake keeps it as
 NULL, as MySQL Connector/J's ``zeroDateTimeBehavior=CONVERT_TO_NULL`` and Debezium do, even where the
@@ -149,12 +156,26 @@ def lake_cast(column_sql: str, mtype: MySQLType) -> str:
     target = lake_type(mtype)
     if target == "string":
         return column_sql
+    if mtype.family is Family.INTEGER and mtype.name == "bigint" and not mtype.unsigned:
+        return _bigint_cast(column_sql)
     if target == "binary":
         return f"unbase64({column_sql})"
     if target == "timestamp":
         # The text is UTC; an explicit zone in it wins over the session's time zone.
         return f"CAST(concat({column_sql}, 'Z') AS timestamp)"
     return f"CAST({column_sql} AS {target})"
+
+
+_TOP_BIT, _TWO_TO_64 = 1 << 63, 1 << 64
+
+
+def _bigint_cast(column_sql: str) -> str:
+    """A long from digits of the signed or of the unsigned range of 64 bits ([2] above). The cast to
+    long decides every text of the signed range; only what it leaves NULL is read again, so the usual
+    value costs no decimal arithmetic. Past 2**64-1 stays NULL, as past any column's range."""
+    unsigned = f"CAST({column_sql} AS decimal(20,0))"
+    same_bits = f"CASE WHEN {unsigned} BETWEEN {_TOP_BIT} AND {_TWO_TO_64 - 1} THEN {unsigned} - {_TWO_TO_64} END"
+    return f"coalesce(CAST({column_sql} AS long), CAST({same_bits} AS long))"
 
 
 # --- the per-type text functions ----------------------------------------------------------------------
