@@ -18,6 +18,7 @@ catalog): whether a batch was planned and not committed, and whether any of its 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -114,10 +115,8 @@ def _survivors(marker: str) -> list[str]:
     described = []
     for pid in alive:
         described.append(f"{pid} {_command_line(pid)}")
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return described
 
 

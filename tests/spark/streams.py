@@ -29,6 +29,7 @@ valid change, not bad input.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 from collections.abc import Callable, Iterator, Mapping
@@ -112,7 +113,7 @@ class AtLeastOnce:
 
     def redeliver_ranges(self, per_partition: int, longest: int) -> None:
         """On every partition, ``per_partition`` times, up to ``longest`` messages delivered again."""
-        for partition, messages in self.partitions.items():
+        for messages in self.partitions.values():
             for _ in range(per_partition):
                 if not messages:
                     continue
@@ -246,10 +247,8 @@ def _schema_messages(format_name: str, options: Mapping[str, Any],
 
 
 def _decode_quietly(decoder: Decoder, message: RawMessage) -> None:
-    try:
+    with contextlib.suppress(DecodeError):
         decoder.decode(message)
-    except DecodeError:
-        pass
 
 
 def _refused_mutant(kind: str, seeds: list[RawMessage], origin: Origin, decoder: Callable[[], Decoder],

@@ -19,7 +19,15 @@ from cdclake.spark import apply
 from cdclake.spark.replicate import BadMessageError
 from cdclake.spark.state import load_state
 from cdclake.workload import Workload, WorkloadSpec, produce
-from tests.spark.jobs import CASES, Job, changelog_count, dead_letter_mismatches, lake_differences, replicate, row_changes
+from tests.spark.jobs import (
+    CASES,
+    Job,
+    changelog_count,
+    dead_letter_mismatches,
+    lake_differences,
+    replicate,
+    row_changes,
+)
 from tests.spark.streams import malformed_kinds, mix_malformed, random_slots, write
 
 SPEC = WorkloadSpec(seed=11, transactions=40, rename_table=True, tables=3)
