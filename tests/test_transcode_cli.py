@@ -64,12 +64,32 @@ def test_paced_messages_keep_to_the_rate() -> None:
 @pytest.mark.parametrize(("args", "says"), [
     (["--source", "kafka://broker:9092"], "kafka://HOST:PORT"),
     (["--from", "protobuf"], "unknown format"),
+    # Refused before Spark starts: a target option of no format, a Simple option for another target, and
+    # the root of captured topics instead of a topic's own directory.
+    (["--to-option", "bogus=1"], "unknown option bogus"),
+    (["--to", "canal-json", "--to-option", "send-bootstrap-in-msg-count=5"], "not of canal-json"),
+    (["--source", "ROOT"], "its topics: t"),
 ])
 def test_a_wrong_transcode_command_line_exits_with_status_2(tmp_path: Path, args: list[str], says: str) -> None:
     (tmp_path / "in" / "t" / "0").mkdir(parents=True)
     base = {"--from": "open", "--to": "simple", "--source": str(tmp_path / "in" / "t"),
             "--target": str(tmp_path / "out" / "t"), "--state": str(tmp_path / "state")}
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    if base["--source"] == "ROOT":
+        base["--source"] = str(tmp_path / "in")
     result = runner.invoke(app, ["transcode", *[part for pair in base.items() for part in pair]])
     assert result.exit_code == 2
-    assert says in result.output
+    assert says in _unwrapped(result.output)
+
+
+def test_produce_refuses_bootstrap_options_for_a_format_without_bootstraps(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["produce", "--format", "open", "--to", str(tmp_path / "t"), "-w", "transactions=5",
+                                 "-o", "send-bootstrap-in-msg-count=5"])
+    assert result.exit_code == 2
+    assert "not of open" in _unwrapped(result.output)
+    assert not (tmp_path / "t").exists()
+
+
+def _unwrapped(output: str) -> str:
+    """The error text as one line: the words of rich's wrapped panel, without its borders."""
+    return " ".join(output.replace("│", " ").split())

@@ -20,12 +20,14 @@ from rich.console import Console
 
 from cdclake.cli_replicate import _pairs, _stopping_on_signals
 from cdclake.errors import CdclakeError
+from cdclake.formats import FORMAT_NAMES
 from cdclake.model import RawMessage
 from cdclake.transcode import Location, TranscodeSpec
 from cdclake.workload import Workload, WorkloadSpec, produce_to_kafka, write_captured
 from cdclake.workload.producer import ProducerSpec, Production
 
 _console = Console(stderr=True, highlight=False)
+_FORMATS = ", ".join(FORMAT_NAMES)
 
 KafkaOption = Annotated[list[str] | None, typer.Option("--kafka-option", "-X", metavar="KEY=VALUE",
                                                        help="A librdkafka setting; repeatable.")]
@@ -43,9 +45,9 @@ def _location(text: str, kafka_option: list[str] | None, flag: str) -> Location:
 
 
 def transcode(
-    from_format: Annotated[str, typer.Option("--from", metavar="FORMAT", help="The source's format.",
+    from_format: Annotated[str, typer.Option("--from", metavar="FORMAT", help=f"The source's format: {_FORMATS}.",
                                              show_default=False)],
-    to_format: Annotated[str, typer.Option("--to", metavar="FORMAT", help="The format to write.",
+    to_format: Annotated[str, typer.Option("--to", metavar="FORMAT", help=f"The format to write: {_FORMATS}.",
                                            show_default=False)],
     source: Annotated[str, typer.Option("--source", metavar="TOPIC", help="kafka://HOST:PORT/TOPIC or ROOT/TOPIC.",
                                         show_default=False)],
@@ -85,13 +87,14 @@ def transcode(
                                 topic=target_at.topic, dispatcher=dispatcher,
                                 output_raw_change_event=output_raw_change_event)
         spec = TranscodeSpec(from_format, _pairs(from_option, "'--from-option'"), producer)
+        spec.settings(), producer.bootstrap_options()  # the target's options checked before Spark starts
         config = TranscodeConfig(spec, max_batch_records=max_records, on_bad_message=on_bad_message)
     except CdclakeError as exc:
         raise typer.BadParameter(str(exc)) from exc
     for line in (f"{source_at} ({from_format}) -> {target_at} ({to_format}, {count} partitions)",
                  *spec.derivations()):
         _console.print(line)
-    spark = build_session(master, warehouse=state / "warehouse")
+    spark = build_session(master, warehouse=state / "warehouse", conf={"spark.ui.showConsoleProgress": "false"})
     try:
         spark.sparkContext.setLogLevel("ERROR")
         transcoder = Transcoder(spark, source_topics, target_at.sink(), config, state)
@@ -111,7 +114,8 @@ def transcode(
 
 
 def produce(
-    format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", show_default=False)],
+    format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help=f"The format to send: "
+                                                      f"{_FORMATS}.", show_default=False)],
     to: Annotated[str, typer.Option("--to", metavar="TOPIC", help="kafka://HOST:PORT/TOPIC or ROOT/TOPIC.",
                                     show_default=False)],
     workload: Annotated[list[str] | None, typer.Option("--workload", "-w", metavar="NAME=VALUE",
@@ -119,12 +123,13 @@ def produce(
                                                        "tables=10 ...; docs/workload.md); repeatable.")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                      help="Format or producer option; repeatable.")] = None,
-    partitions: Annotated[int, typer.Option("--partitions", min=1)] = 4,
+    partitions: Annotated[int, typer.Option("--partitions", min=1, help="Partitions of the topic.")] = 4,
     dispatcher: DispatcherOption = "index-value",
     output_raw_change_event: RawChangeOption = False,
     watermark_interval_ms: Annotated[int, typer.Option("--watermark-interval-ms", min=1,
                                                        help="Upstream time between watermarks.")] = 1000,
-    final_watermark: Annotated[bool, typer.Option("--final-watermark/--no-final-watermark")] = True,
+    final_watermark: Annotated[bool, typer.Option("--final-watermark/--no-final-watermark",
+                                                  help="End with a watermark past the last commit.")] = True,
     duplicates: Annotated[int, typer.Option("--duplicates", min=0, help="Producer restarts re-sending what "
                                             "they had sent since their checkpoint.")] = 0,
     rate: Annotated[float, typer.Option("--rate", min=0, help="Messages per second, at most (0: as fast as "
@@ -139,6 +144,7 @@ def produce(
                             dispatcher=dispatcher, output_raw_change_event=output_raw_change_event,
                             watermark_interval_ms=watermark_interval_ms, final_watermark=final_watermark,
                             duplicates=duplicates)
+        spec.bootstrap_options()  # send-bootstrap-* given to a format without BOOTSTRAPs is refused
         production = Production(Workload(workload_from_pairs(_pairs(workload, "'--workload'"))), spec)
     except (CdclakeError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc

@@ -86,6 +86,7 @@ from cdclake.model import (
 )
 from cdclake.schema.ddl import interpret, schema_after, table_before
 from cdclake.sources.captured import CapturedTopics, partition_extent
+from cdclake.sources.captured import partitions as captured_partitions
 from cdclake.sources.kafka import KafkaTopics
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source
 from cdclake.types import MySQLType
@@ -266,8 +267,14 @@ class Location:
         if self.kafka is not None:
             return KafkaTopics(self.kafka, names=[self.topic])
         assert self.root is not None
-        if not (self.root / self.topic).is_dir():
-            raise OptionError(f"{self.root / self.topic}: no captured topic there")
+        directory = self.root / self.topic
+        if not directory.is_dir():
+            raise OptionError(f"{directory}: no captured topic there")
+        if not captured_partitions(self.root, self.topic):
+            inside = sorted(p.name for p in directory.iterdir() if p.is_dir())
+            hint = f" (a root of captured topics? its topics: {', '.join(inside)})" if inside else ""
+            raise OptionError(f"{directory}: no partition directories (0/, 1/ ...) there{hint}; name the captured "
+                              "topic's own directory, ROOT/TOPIC")
         return CapturedTopics(self.root, [self.topic])
 
     def sink(self) -> Sink:
