@@ -13,7 +13,8 @@ from cdclake.cli import app
 from cdclake.cli_transcode import paced, workload_from_pairs
 from cdclake.model import RawMessage
 from cdclake.sources.captured import read_partition
-from cdclake.workload import Workload, WorkloadSpec, produce
+from cdclake.transcode import Progress, TranscodeSpec
+from cdclake.workload import ProducerSpec, Workload, WorkloadSpec, produce
 
 runner = CliRunner()
 
@@ -80,6 +81,17 @@ def test_a_wrong_transcode_command_line_exits_with_status_2(tmp_path: Path, args
     result = runner.invoke(app, ["transcode", *[part for pair in base.items() for part in pair]])
     assert result.exit_code == 2
     assert says in _unwrapped(result.output)
+
+
+def test_a_state_made_by_other_settings_is_refused_before_spark_starts(tmp_path: Path) -> None:
+    (tmp_path / "in" / "t" / "0").mkdir(parents=True)
+    other = TranscodeSpec("open", {}, ProducerSpec("canal-json", {}, partitions=1, topic="t"))
+    Progress(other.settings()).save(tmp_path / "state")
+    result = runner.invoke(app, ["transcode", "--from", "open", "--to", "simple", "--source",
+                                 str(tmp_path / "in" / "t"), "--target", str(tmp_path / "out" / "t"),
+                                 "--state", str(tmp_path / "state")])
+    assert result.exit_code == 2
+    assert "made by a transcode with other settings" in _unwrapped(result.output)
 
 
 def test_produce_refuses_bootstrap_options_for_a_format_without_bootstraps(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from cdclake.cli_replicate import _pairs, _stopping_on_signals
 from cdclake.errors import CdclakeError
 from cdclake.formats import FORMAT_NAMES
 from cdclake.model import RawMessage
-from cdclake.transcode import Location, TranscodeSpec
+from cdclake.transcode import Location, Progress, TranscodeSpec
 from cdclake.workload import Workload, WorkloadSpec, produce_to_kafka, write_captured
 from cdclake.workload.producer import ProducerSpec, Production
 
@@ -89,15 +89,22 @@ def transcode(
         spec = TranscodeSpec(from_format, _pairs(from_option, "'--from-option'"), producer)
         spec.settings(), producer.bootstrap_options()  # the target's options checked before Spark starts
         config = TranscodeConfig(spec, max_batch_records=max_records, on_bad_message=on_bad_message)
+        progress = Progress.load(state, spec.settings())  # one made with other settings is refused here
+        sink = target_at.sink()
+        held = sum(sink.ends(count).values())
     except CdclakeError as exc:
         raise typer.BadParameter(str(exc)) from exc
     for line in (f"{source_at} ({from_format}) -> {target_at} ({to_format}, {count} partitions)",
                  *spec.derivations()):
         _console.print(line)
+    if held and progress.batch == 0 and progress.plan is None:
+        _console.print(f"[bold yellow]warning[/]: {target_at} already holds {held} messages and {state} has no "
+                       "progress: the whole stream goes after them (for a clean copy: an empty target, or the "
+                       "--state that wrote them)")
     spark = build_session(master, warehouse=state / "warehouse", conf={"spark.ui.showConsoleProgress": "false"})
     try:
         spark.sparkContext.setLogLevel("ERROR")
-        transcoder = Transcoder(spark, source_topics, target_at.sink(), config, state)
+        transcoder = Transcoder(spark, source_topics, sink, config, state)
         stop = threading.Event()
         with _stopping_on_signals(stop):
             reports = transcoder.run(once=once, interval_s=interval, stop=stop, on_batch=lambda report: _console.print(
