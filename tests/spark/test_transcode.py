@@ -53,7 +53,7 @@ def test_batches_write_what_one_batch_writes(spark: Any, tmp_path: Path, source:
     """Simple BOOTSTRAPs, derived schemas and DataWorks sequenceIds go on across batches as in one; a
     source's copies re-sent across a batch boundary are left out too, given watermarks (without them,
     each batch emits what it read, and copies in different batches both go out: at-least-once)."""
-    stream = stream_of(source, Workload(WorkloadSpec(seed=6, transactions=40, rename_table=True)),
+    stream = stream_of(source, Workload(WorkloadSpec(seed=6, transactions=20, rename_table=True)),
                        duplicates=duplicates, watermark_interval_ms=150)
     transcoder, spec = _transcoder(spark, stream, target, tmp_path, batches=2)
     reports = transcoder.run(once=True)
@@ -97,7 +97,7 @@ def test_a_batch_interrupted_after_writing_is_written_once(spark: Any, tmp_path:
 
 def test_a_transcoded_stream_replicates_to_the_same_tables(spark: Any, tmp_path: Path) -> None:
     """Canal-JSON into the Simple protocol, whose rows need schemas the source never sent."""
-    workload = Workload(WorkloadSpec(seed=11, transactions=40, rename_table=True))
+    workload = Workload(WorkloadSpec(seed=11, transactions=20, rename_table=True))
     stream = stream_of("canal-json", workload, duplicates=1)
     transcoder, spec = _transcoder(spark, stream, "simple", tmp_path, batches=1)
     transcoder.run(once=True)
@@ -115,7 +115,7 @@ def test_a_transcoded_stream_replicates_to_the_same_tables(spark: Any, tmp_path:
 def test_kafka_to_kafka(spark: Any, tmp_path: Path) -> None:
     kafka = MockKafka()
     config = {"bootstrap.servers": kafka.bootstrap}
-    stream = stream_of("simple", Workload(WorkloadSpec(seed=12, transactions=30)))
+    stream = stream_of("simple", Workload(WorkloadSpec(seed=12, transactions=15)))
     produce_to_kafka(stream, config, "tidb-simple")
     kafka.producer.list_topics("tidb-canal", timeout=10)  # the mock creates a topic when asked about it
     spec = spec_for(stream, "canal-json", partitions=4, topic="tidb-canal")
