@@ -300,6 +300,26 @@ def test_copies_a_producer_restart_re_sent_are_left_out(case: str) -> None:
         p: [m.value for m in ms] for p, ms in expected.partitions.items()}
 
 
+@pytest.mark.parametrize(("target", "options"), [
+    ("simple", {"send-bootstrap-in-msg-count": 5, "send-bootstrap-interval-in-sec": 0}),
+    ("simple-avro", {"send-bootstrap-in-msg-count": 0, "send-bootstrap-interval-in-sec": 1}),
+    ("simple", {"send-bootstrap-to-all-partition": False}),
+])
+def test_a_simple_target_is_bootstrapped_by_its_send_bootstrap_options(target: str, options: dict[str, Any]) -> None:
+    """Transcoded from the Simple protocol with the default BOOTSTRAPs, the stream gets the BOOTSTRAPs
+    TiCDC's producer sends with the target's options: the same events as that producer's stream."""
+    workload = Workload(WorkloadSpec(seed=3, transactions=60, max_gap_ms=100))  # some 6 s of upstream time
+    source = stream_of("simple", workload)
+    out = transcode_messages(TranscodeSpec("simple", {}, ProducerSpec(target, options, partitions=4, topic="t")),
+                             source_of(source))
+    expected = produce(workload, target, options)
+    found, wanted = events_json(target, {}, out.partitions), events_json(target, {}, expected.partitions)
+    assert {p: canonical(e) for p, e in found.items()} == {p: canonical(e) for p, e in wanted.items()}
+    default = sum(e["kind"] == "bootstrap" for events in events_json("simple", {}, source.partitions).values()
+                  for e in events)
+    assert sum(e["kind"] == "bootstrap" for events in found.values() for e in events) != default
+
+
 def _commit_ts_of(obj: Mapping[str, Any]) -> int | None:
     return obj.get("commit_ts") if obj["kind"] in ("row", "ddl") else obj.get("ts")
 
