@@ -14,7 +14,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_is_clean() -> None:
-    result = run("ruff", "check", "src", "tests", "bench")
+    result = run("ruff", "check", "src", "tests", "bench", "examples")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -45,8 +45,7 @@ from typing import Any
 
 from cdclake.errors import OptionError
 from cdclake.schema.evolution import EvolutionPolicy
-from cdclake.sources.captured import CapturedTopics
-from cdclake.sources.kafka import KafkaTopics
+from cdclake.sources import open_source
 from cdclake.sources.ranges import Source
 from cdclake.spark.replicate import ReplicateConfig
 
@@ -102,22 +101,11 @@ def merged(document: Mapping[str, Any], overrides: Mapping[str, Mapping[str, Any
 
 
 def source_of(section: Mapping[str, Any]) -> Source:
-    captured, kafka = section.get("captured"), section.get("kafka")
-    topics, pattern = section.get("topics"), section.get("topic-pattern")
-    if (captured is None) == (kafka is None):
-        raise OptionError("[source]: give either captured = DIR or kafka = { bootstrap.servers = ... }")
-    if captured is not None:
-        if pattern is not None:
-            raise OptionError("[source]: topic-pattern is for Kafka; name captured topics with topics = [...]")
-        root = Path(captured)
-        if not root.is_dir():
-            raise OptionError(f"[source]: captured = {captured!r} is not a directory")
-        return CapturedTopics(root, list(topics) if topics else None)
-    if not isinstance(kafka, dict) or "bootstrap.servers" not in kafka:
-        raise OptionError("[source]: kafka needs at least bootstrap.servers")
-    if (topics is None) == (pattern is None):
-        raise OptionError("[source]: with kafka, give topics = [...] or topic-pattern = REGEX")
-    return KafkaTopics({k: str(v) for k, v in kafka.items()}, list(topics) if topics else None, pattern)
+    try:
+        return open_source(captured=section.get("captured"), kafka=section.get("kafka"),
+                           topics=section.get("topics"), topic_pattern=section.get("topic-pattern"))
+    except OptionError as exc:
+        raise OptionError(f"[source]: {exc}") from None
 
 
 def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:

@@ -1,1 +1,42 @@
-"""cdclake on Apache Spark: the session, Iceberg's runtime and the replication pipeline."""
+"""cdclake on Apache Spark: the session, Iceberg's runtime, and the calls a Spark job of one's own uses.
+
+Read a source, decode it, look at it per table, and apply it exactly as ``cdclake replicate`` does::
+
+    from cdclake.spark import ChangeApplier, build_session, decode_changes, read_records, table_views
+
+    spark = build_session(warehouse="warehouse")               # or any session with an Iceberg catalog
+    records = read_records(spark, captured="capture/")          # or kafka={"bootstrap.servers": ...}, topics=[...]
+    changes = decode_changes(records, "canal-json", enable_tidb_extension=True)
+    for name, view in table_views(changes).items():             # "shop.orders" -> typed DataFrame
+        view.show()
+    ChangeApplier(spark, "canal-json", enable_tidb_extension=True)(records, 0)
+
+In a Structured Streaming query, the applier is the ``foreachBatch`` function; Spark's retries of a
+batch id apply nothing twice::
+
+    stream = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "broker:9092") \\
+        .option("subscribe", "tidb-cdc").load()
+    applier = ChangeApplier(spark, "open", app_id="orders-lake")
+    stream.writeStream.foreachBatch(applier).option("checkpointLocation", "ckpt/").start()
+
+``cdclake replicate`` is :class:`Replicator`, which plans its batches from a source itself and applies
+them with the same engine. The change records' schema is :data:`CHANGE_FIELDS`; what each kind of
+record holds is in :mod:`cdclake.spark.changes`.
+"""
+
+from cdclake.spark.changes import CHANGE_FIELDS
+from cdclake.spark.records import decode_changes, read_records, table_views
+from cdclake.spark.replicate import BatchReport, ChangeApplier, ReplicateConfig, Replicator
+from cdclake.spark.session import build_session
+
+__all__ = [
+    "CHANGE_FIELDS",
+    "BatchReport",
+    "ChangeApplier",
+    "ReplicateConfig",
+    "Replicator",
+    "build_session",
+    "decode_changes",
+    "read_records",
+    "table_views",
+]

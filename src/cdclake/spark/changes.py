@@ -89,10 +89,18 @@ CHANGE_NAMES = tuple(name for name, _ in CHANGE_FIELDS)
 
 
 def change_arrow_schema() -> pa.Schema:
+    return _arrow_schema(CHANGE_FIELDS)
+
+
+def record_arrow_schema() -> pa.Schema:
+    return _arrow_schema(RECORD_FIELDS)
+
+
+def _arrow_schema(spark_fields: Sequence[tuple[str, str]]) -> pa.Schema:
     import pyarrow as pa
 
     arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
-    return pa.schema([(name, arrow[sql_type]) for name, sql_type in CHANGE_FIELDS])
+    return pa.schema([(name, arrow[sql_type]) for name, sql_type in spark_fields])
 
 
 @dataclass(frozen=True)
@@ -306,12 +314,7 @@ def decode_tasks(
     ``batch_rows`` records."""
     writer = ChangeWriter(get_codec(format_name).sequence_of)
     for task in tasks:
-        partition = PartitionDecoder(format_name, options, writer)
-        for carried in sorted(task.carried, key=lambda c: c.message.origin.offset or 0):
-            if carried.role == "prime":
-                partition.prime(carried.message)
-            else:
-                partition.decode(carried.message)
+        partition = _primed_decoder(format_name, options, writer, task.carried)
         for message in source.read(task.offset_range):
             partition.decode(message)
             if len(writer) >= batch_rows:
@@ -319,3 +322,66 @@ def decode_tasks(
         partition.finish()
     if len(writer):
         yield writer.take()
+
+
+# (name, Spark SQL type) of a raw record as :func:`decode_records` reads it. ``role`` is null for a
+# message of the stream, or a carried message's role (``prime`` or ``held``, see ``carry`` above).
+RECORD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "bigint"),
+    ("timestamp_ms", "bigint"),
+    ("key", "binary"),
+    ("value", "binary"),
+    ("role", "string"),
+)
+RECORD_NAMES = tuple(name for name, _ in RECORD_FIELDS)
+
+
+def decode_records(
+    batches: Iterable[pa.RecordBatch],
+    format_name: str,
+    options: Mapping[str, Any],
+    carried: Mapping[tuple[str, int], Sequence[CarriedMessage]],
+    batch_rows: int = 10_000,
+) -> Iterator[pa.RecordBatch]:
+    """The change records of raw records (:data:`RECORD_FIELDS`) in Arrow batches, each partition's
+    records together and in offset order, after the messages ``carried`` into that partition.
+
+    A record whose ``role`` is ``prime`` only teaches the decoder its schema (its events were emitted
+    when it was first decoded); one of role ``held`` is decoded as any other."""
+    writer = ChangeWriter(get_codec(format_name).sequence_of)
+    current: tuple[str, int] | None = None
+    partition: PartitionDecoder | None = None
+    for batch in batches:
+        columns = [batch.column(name).to_pylist() for name in RECORD_NAMES]
+        for topic, number, offset, timestamp_ms, key, value, role in zip(*columns, strict=True):
+            if partition is None or (topic, number) != current:
+                if partition is not None:
+                    partition.finish()
+                current = (topic, number)
+                partition = _primed_decoder(format_name, options, writer, carried.get(current, ()))
+            message = RawMessage(key, value, Origin(topic=topic, partition=number, offset=offset), timestamp_ms)
+            if role == "prime":
+                partition.prime(message)
+            else:
+                partition.decode(message)
+            if len(writer) >= batch_rows:
+                yield writer.take()
+    if partition is not None:
+        partition.finish()
+    if len(writer):
+        yield writer.take()
+
+
+def _primed_decoder(format_name: str, options: Mapping[str, Any], writer: ChangeWriter,
+                    carried: Iterable[CarriedMessage]) -> PartitionDecoder:
+    """A partition's decoder that has read the messages carried into it: schema messages primed, held
+    messages decoded again (their events come out now)."""
+    partition = PartitionDecoder(format_name, options, writer)
+    for message in sorted(carried, key=lambda c: c.message.origin.offset or 0):
+        if message.role == "prime":
+            partition.prime(message.message)
+        else:
+            partition.decode(message.message)
+    return partition

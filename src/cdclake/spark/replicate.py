@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,7 @@ from cdclake.schema.ddl import (
 )
 from cdclake.schema.evolution import EvolutionPolicy, alter_statements, changes_seen_in_rows, plan, quote
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
-from cdclake.spark import apply, killpoints
+from cdclake.spark import apply, killpoints, records
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
 from cdclake.spark.state import (
     JobState,
@@ -161,9 +161,11 @@ class _TableWork:
 
 
 class Replicator:
-    """Replicates ``source`` into the catalog's tables; :meth:`run` loops, :meth:`step` runs one batch."""
+    """Replicates ``source`` into the catalog's tables: :meth:`run` loops, :meth:`step` runs one batch
+    it plans itself. :meth:`apply_query_batch` applies a batch a streaming query hands in instead (the
+    engine of :class:`cdclake.spark.ChangeApplier`); ``source`` may then be None."""
 
-    def __init__(self, spark: SparkSession, source: Source, config: ReplicateConfig) -> None:
+    def __init__(self, spark: SparkSession, source: Source | None, config: ReplicateConfig) -> None:
         self.spark, self.source, self.config = spark, source, config
         self.codec = get_codec(config.format)
         self.options = self.codec.resolve(config.format_options)
@@ -199,12 +201,16 @@ class Replicator:
 
     def step(self, finishing: bool = False) -> BatchReport | None:
         """One batch; None when there was nothing to read (and, finishing, no tail left to apply)."""
+        if self.source is None:
+            raise OptionError("this Replicator has no source to plan batches from: hand it batches with "
+                              "apply_query_batch")
         started = time.monotonic()
         state, pending = load_state(self.spark, self.config.catalog, self.config.namespace)
         batch = state.batch + 1
         recovering = bool(state.plan)
         extents = self.source.extents()
         if recovering:
+            _check_not_a_query_batch(state)
             ranges = state.plan
         else:
             ranges = plan_ranges(extents, state.positions_map(), self.config.max_batch_records)
@@ -217,7 +223,60 @@ class Replicator:
         report = BatchReport(batch)
         # Nothing left to read while finishing: the tail above the resolved ts is applied if asked.
         apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
-        self._apply_batch(state, pending, ranges, extents, batch, recovering, apply_all, report)
+        decoded = self._decode(ranges, state)
+        self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, apply_all, report)
+        return self._finished(report, state, extents, started)
+
+    def apply_query_batch(self, frame: DataFrame, batch_id: int, app_id: str) -> BatchReport | None:
+        """Apply batch ``batch_id`` of the streaming query ``app_id``: raw records (columns named as
+        Spark's Kafka source names them, see :func:`~cdclake.spark.records.decode_changes`) or change records
+        :func:`~cdclake.spark.records.decode_changes` made of them. None if the batch was applied already.
+
+        A query re-runs a batch that failed with the same id and the same records (Spark's
+        ``foreachBatch`` is at-least-once): one committed before is skipped, one interrupted is
+        finished as :meth:`step` finishes an interrupted batch, skipping what it committed. The
+        partitions a batch reads are taken as read to the end they reached (where the query caps its
+        batches, ``maxOffsetsPerTrigger``, a format without watermarks may apply a change before an
+        older one of a partition the cap held back)."""
+        from pyspark import StorageLevel
+
+        started = time.monotonic()
+        state, pending = load_state(self.spark, self.config.catalog, self.config.namespace)
+        if batch_id <= state.streams.get(app_id, -1):
+            return None
+        recovering = bool(state.plan)
+        batch = state.batch + 1
+        changes = "kind" in frame.columns
+        frame = frame if changes else records.raw_records(frame)
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            if recovering:
+                if state.plan_stream != (app_id, batch_id):
+                    raise OptionError(f"the state in {self._system('state')} holds batch {batch} "
+                                      f"{_planned_by(state)}, interrupted: run that to its end first")
+                ranges = state.plan
+            else:
+                ranges = records.ranges_of(frame)
+                if not ranges and pending.isEmpty():
+                    return None
+                state.plan = ranges
+                append_plan(self.spark, self.config.catalog, self.config.namespace, ranges, batch, (app_id, batch_id))
+                killpoints.reached("planned")
+            if changes:
+                decoded = records.with_carried_decoded(frame, self.config.format, self.options, state.carried)
+            else:
+                decoded = records.decode_frame(frame, self.config.format, self.options, state.carried)
+            extents = {(r.topic, r.partition): PartitionExtent(r.start, r.end) for r in ranges}
+            state.streams[app_id] = batch_id
+            report = BatchReport(batch)
+            self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, False, report)
+        finally:
+            frame.unpersist()
+        return self._finished(report, state, extents, started)
+
+    @staticmethod
+    def _finished(report: BatchReport, state: JobState, extents: Mapping[tuple[str, int], PartitionExtent],
+                  started: float) -> BatchReport:
         report.lag = {tp: extent.high - state.positions.get(tp, Position(extent.low)).next_offset
                       for tp, extent in extents.items()}
         report.seconds = time.monotonic() - started
@@ -225,12 +284,14 @@ class Replicator:
 
     # --- one batch ------------------------------------------------------------------------------------
 
-    def _apply_batch(self, state: JobState, pending: DataFrame, ranges: list[OffsetRange],
+    def _apply_batch(self, state: JobState, pending: DataFrame, decoded: DataFrame, ranges: list[OffsetRange],
                      extents: Mapping[tuple[str, int], PartitionExtent], batch: int, recovering: bool,
                      apply_all: bool, report: BatchReport) -> None:
+        """Apply ``decoded``, the change records of ``ranges`` (what :func:`decode_tasks` makes of them
+        after the messages carried into them), and commit the state after batch ``batch``."""
         from pyspark import StorageLevel
 
-        decoded = self._decode(ranges, state).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             facts = _Facts.of(decoded, sequences=not self.watermarks)
             killpoints.reached("decoded")
@@ -275,6 +336,7 @@ class Replicator:
         tasks = [DecodeTask(r, tuple(entry[0] for entry in state.carried.get((r.topic, r.partition), [])))
                  for r in ranges]
         source, format_name, options = self.source, self.config.format, dict(self.options)
+        assert source is not None, "step() plans only with a source"
         rows = [(index, pickle.dumps(task)) for index, task in enumerate(tasks)]
         task_rdd = self.spark.sparkContext.parallelize(rows, max(1, len(rows)))
         task_frame = self.spark.createDataFrame(task_rdd, "task int, payload binary")
@@ -705,6 +767,64 @@ class _Facts:
                 facts.errors.append(f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}")
         facts.errors.sort()
         return facts
+
+
+_SETTINGS = tuple(f.name for f in fields(ReplicateConfig) if f.name not in ("format", "format_options"))
+
+
+class ChangeApplier:
+    """Applies batches of a stream to Iceberg tables as ``cdclake replicate`` does: call it with a
+    DataFrame and a batch id, or hand it to ``writeStream.foreachBatch``.
+
+    A batch is raw records (from Spark's Kafka source, a file source,
+    :func:`~cdclake.spark.records.read_records`) or the change records
+    :func:`~cdclake.spark.records.decode_changes` made of them. Tables, changelog, dead letters and the job's
+    state go to ``catalog`` as ``cdclake replicate`` lays them out (``namespace`` holds the job's own
+    tables). ``app_id`` names the query: a batch id at or below the newest one applied for it is
+    skipped, and one that failed half-way is finished when the query runs it again, so Spark's retries
+    apply each change once. A new query (a new checkpoint) on the same state needs a new ``app_id``.
+
+    Settings are :class:`~cdclake.spark.replicate.ReplicateConfig`'s (``catalog``, ``namespace``,
+    ``include``, ``exclude``, ``table_mapping``, ``target_namespace``, ``on_bad_message``, ...) and the
+    format's options, in ``options`` or as keyword arguments; an unknown name fails at once with the
+    valid ones."""
+
+    def __init__(self, spark: SparkSession, format: str, options: Mapping[str, Any] | None = None, *,
+                 app_id: str = "cdclake", **settings: Any) -> None:
+        codec = get_codec(format)
+        config = {name: value for name, value in settings.items() if name in _SETTINGS}
+        format_options = {name: value for name, value in settings.items() if name not in _SETTINGS}
+        unknown = sorted(name for name in format_options if name.replace("_", "-") not in codec.options)
+        if unknown:
+            raise OptionError(f"ChangeApplier: unknown setting {', '.join(unknown)}; settings: "
+                              f"{', '.join(_SETTINGS)}; {format} options: {', '.join(sorted(codec.options))}")
+        resolved = codec.resolve(options, **format_options)
+        self.config = ReplicateConfig(format, resolved, **config)
+        self.app_id = app_id
+        self._replicator = Replicator(spark, None, self.config)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> BatchReport | None:
+        """Apply batch ``batch_id``; None if it was applied before (or holds nothing)."""
+        # A streaming query hands each batch in a session of its own (a clone): the batch's temporary
+        # views, and so its MERGEs, live there.
+        if batch.sparkSession is not self._replicator.spark:
+            self._replicator = Replicator(batch.sparkSession, None, self.config)
+        return self._replicator.apply_query_batch(batch, batch_id, self.app_id)
+
+
+def _planned_by(state: JobState) -> str:
+    if state.plan_stream is None:
+        return "planned by cdclake replicate"
+    app_id, batch_id = state.plan_stream
+    return f"of query {app_id!r} (its batch id {batch_id})"
+
+
+def _check_not_a_query_batch(state: JobState) -> None:
+    """A batch a streaming query handed in can only be finished by that query: its records are not
+    the source's to read again."""
+    if state.plan_stream is not None:
+        raise OptionError(f"the state holds batch {state.batch + 1} {_planned_by(state)}, interrupted: "
+                          "restart that query to finish it before running cdclake replicate on this state")
 
 
 def _register(state: JobState, upstream: tuple[str, str], known: TableState | None, resolved: int | None) -> None:

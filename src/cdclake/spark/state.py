@@ -17,7 +17,10 @@ position  topic, partition; ``offset`` the next to read, ``commit_ts`` the newes
           (null before the first), ``timestamp_ms`` the newest heartbeat; formats without
           watermarks: ``sequence`` the newest change sequence applied, ``key`` the newest read
 plan      topic, partition, ``offset`` .. ``end_offset``: the ranges of batch ``batch``, present
-          only between its start and its end
+          only between its start and its end; for a batch handed in by a streaming query
+          (:class:`cdclake.spark.ChangeApplier`), ``reason`` its application id and ``sequence`` its
+          batch id
+stream    ``reason`` an application id, ``offset`` the newest batch id of its query applied
 pending   a change record waiting for the resolved ts to reach it
 carry     a raw message carried into the next batch's decoding (see changes.py)
 table     database, table (upstream names); ``event`` the schema as JSON, ``reason`` the lake
@@ -78,6 +81,8 @@ class JobState:
     tables: dict[tuple[str, str], TableState] = field(default_factory=dict)
     gone: dict[tuple[str, str], int] = field(default_factory=dict)
     plan: list[OffsetRange] = field(default_factory=list)
+    streams: dict[str, int] = field(default_factory=dict)  # application id -> the newest batch id applied
+    plan_stream: tuple[str, int] | None = None  # (application id, batch id) of the planned batch, if a query's
 
     def positions_map(self) -> dict[tuple[str, int], int]:
         return {tp: position.next_offset for tp, position in self.positions.items()}
@@ -109,6 +114,10 @@ def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobSt
             state.positions[tp] = Position(row["offset"], row["commit_ts"], row["timestamp_ms"], sequence, read)
         elif kind == "plan":
             state.plan.append(OffsetRange(row["topic"], row["partition"], row["offset"], row["end_offset"]))
+            if row["reason"] is not None:
+                state.plan_stream = (row["reason"], int(row["sequence"]))
+        elif kind == "stream":
+            state.streams[row["reason"]] = row["offset"]
         elif kind == "carry":
             state.carried.setdefault(tp, []).append(carried_from_record(row))
         elif kind == "table":
@@ -163,6 +172,8 @@ def small_rows(state: JobState, batch: int, with_plan: bool) -> list[tuple[Any, 
                          commit_ts=known.applied_ts, event=orjson.dumps(schema_to_json(known.schema)).decode()))
     for (database, table), applied_ts in sorted(state.gone.items()):
         rows.append(_row("gone", batch, database=database, table=table, commit_ts=applied_ts))
+    for app_id, batch_id in sorted(state.streams.items()):
+        rows.append(_row("stream", batch, reason=app_id, offset=batch_id))
     return rows
 
 
@@ -184,10 +195,14 @@ def write_state(spark: SparkSession, catalog: str, namespace: str, state: JobSta
      .overwrite(F.lit(True)))
 
 
-def append_plan(spark: SparkSession, catalog: str, namespace: str, plan: Iterable[OffsetRange], batch: int) -> None:
-    """Record the ranges batch ``batch`` is about to apply, before it applies anything."""
+def append_plan(spark: SparkSession, catalog: str, namespace: str, plan: Iterable[OffsetRange], batch: int,
+                stream: tuple[str, int] | None = None) -> None:
+    """Record the ranges batch ``batch`` is about to apply, before it applies anything; ``stream`` the
+    (application id, batch id) of the streaming query's batch it is."""
+    app_id, batch_id = stream or (None, None)
     rows = [_row("plan", batch, topic=planned.topic, partition=planned.partition, offset=planned.start,
-                 end_offset=planned.end) for planned in plan]
+                 end_offset=planned.end, reason=app_id, sequence=None if batch_id is None else str(batch_id))
+            for planned in plan]
     spark.createDataFrame(rows, STATE_DDL).writeTo(state_table(catalog, namespace)).append()
 
 
