@@ -33,6 +33,7 @@
     fill-added-columns = true                # rows already there get an added column's default
     write-mode = "merge-on-read"             # or "copy-on-write"
     parallel-tables = 4
+    schema-wait-s = 600                      # how long a Simple row may wait for its schema (upstream time)
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ _SECTIONS: dict[str, set[str]] = {
     "lake": {"warehouse", "catalog", "namespace", "master", "spark"},
     "tables": {"include", "exclude", "target-namespace", "mapping"},
     "batch": {"max-records", "interval-s", "unresolved-tail", "on-bad-message", "incompatible-type-change",
-              "fill-added-columns", "write-mode", "parallel-tables"},
+              "fill-added-columns", "write-mode", "parallel-tables", "schema-wait-s"},
 }
 
 
@@ -128,6 +129,7 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
                                   fill_added_columns=bool(batch.get("fill-added-columns", True))),
         write_mode=batch.get("write-mode", "merge-on-read"),
         parallel_tables=int(batch.get("parallel-tables", 4)),
+        schema_wait_s=float(batch.get("schema-wait-s", 600.0)),
     )
     master = lake.get("master", "local[2]")
     return JobSettings(

@@ -88,9 +88,6 @@ def test_fail_fast_stops_at_the_malformed_message_having_committed_nothing_past_
     assert lake_differences(spark, job, workload.oracle().carried("open", stream.codec_options).tables) == []
 
 
-@pytest.mark.xfail(strict=True, reason="Replicator names the first of a batch's undecodable messages after "
-                   "sorting their descriptions as text ('cdclake[0]@10: ...' before 'cdclake[0]@9: ...'), so "
-                   "with on-bad-message=fail it names a later message than the first of its partition")
 def test_fail_fast_names_the_first_malformed_message_of_its_partition(spark: Any, tmp_path: Path) -> None:
     workload = Workload(SPEC)
     stream = produce(workload, "open", watermark_interval_ms=50)

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from cdclake.model import Bootstrap, Ddl, Event, PendingRow, RawMessage, RowChange, Watermark
 from cdclake.sources.captured import CapturedTopics, CapturedTopicWriter, partitions, read_partition
-from cdclake.spark.replicate import ReplicateConfig, Replicator
+from cdclake.spark.replicate import ReplicateConfig, Replicator, SchemaWaitError
 from cdclake.spark.verify import compare_tables
 from cdclake.workload import Stream, TableState, Workload, WorkloadSpec, key_of, produce, write_captured
 
@@ -329,3 +330,37 @@ def test_an_unresolved_tail_is_applied_when_asked(spark: Any, tmp_path: Path) ->
 
     Replicator(spark, CapturedTopics(tmp_path), config).run(once=True)
     assert not _lake_differences(spark, workload.oracle().carried(TAIL_FORMAT, stream.codec_options).tables, lake_name)
+
+
+def test_a_row_whose_schema_never_comes_stops_the_job_naming_it_with_nothing_applied(
+        spark: Any, tmp_path: Path) -> None:
+    """A Simple stream that lost every BOOTSTRAP and DDL of one table: its rows wait, the resolved ts
+    stays below them, and once every partition has announced a ts ``schema-wait-s`` past one of them the
+    job stops, naming the table, the schema version and where the row is, before applying anything of
+    the batch; a longer wait lets it go on."""
+    workload = Workload(WorkloadSpec(seed=3, transactions=20, tables=3))
+    stream = produce(workload, "simple", watermark_interval_ms=100)
+    lost = ("shop", "accounts")
+
+    def schema_of_lost_table(message: RawMessage) -> bool:
+        value = orjson.loads(message.value or b"{}")
+        schema = value.get("tableSchema") or {}
+        # BOOTSTRAP and every DDL type (CREATE, ALTER, TRUNCATE ...): all but the row messages
+        rows = ("INSERT", "UPDATE", "DELETE")
+        return value.get("type") not in rows and (schema.get("schema"), schema.get("table")) == lost
+
+    partitions = {p: [m for m in messages if not schema_of_lost_table(m)] for p, messages in stream.partitions.items()}
+    assert sum(map(len, partitions.values())) < len(stream), "the stream must have lost the table's schemas"
+    write_captured((m for messages in partitions.values() for m in messages), tmp_path, stream.topic)
+    config, _ = _job("schema_wait", "simple", stream.codec_options, schema_wait_s=0.0)
+
+    with pytest.raises(SchemaWaitError, match=r"a row of shop\.accounts has waited \d+ s of upstream time for its "
+                       r"schema version \d+.*nothing of this batch was applied.*schema-wait-s") as stopped:
+        Replicator(spark, CapturedTopics(tmp_path), config).run(once=True)
+
+    assert f"{stream.topic}[" in str(stopped.value)
+    assert spark.table(_system_table(config, "changelog")).count() == 0
+    patient = ReplicateConfig(config.format, config.format_options, namespace=config.namespace,
+                              target_namespace=config.target_namespace, schema_wait_s=3600.0)
+    assert Replicator(spark, CapturedTopics(tmp_path), patient).run(once=True)
+    assert spark.table(_system_table(config, "changelog")).filter("`table` = 'accounts'").count() == 0

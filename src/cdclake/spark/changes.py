@@ -19,8 +19,8 @@ error      raw_key, raw_value, timestamp_ms and the reason it could not be decod
 carry      a raw message the next batch must decode again, first: ``reason`` is ``prime`` (it
            defines a schema the decoder needs, e.g. a Simple BOOTSTRAP; ``sequence`` holds the
            schema version) or ``held`` (its events are not complete yet: a Simple row waiting for
-           its schema, with its ``commit_ts``; a DataWorks update's first half at the end of the
-           range)
+           its schema, with its ``commit_ts``, database, table and the schema version it waits
+           for; a DataWorks update's first half at the end of the range)
 ========== ==================================================================================
 
 Every record carries the coordinates (topic, partition, offset, index) of the message it came from.
@@ -226,7 +226,7 @@ class PartitionDecoder:
     def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter) -> None:
         self._decoder = get_codec(format_name).decoder(options)
         self._writer = writer
-        self._waiting: dict[tuple[int | None, int | None], tuple[RawMessage, int | None]] = {}  # of PendingRows
+        self._waiting: dict[tuple[int | None, int | None], tuple[RawMessage, PendingRow]] = {}
         # The latest messages that gave no event: a decoder holds at most a few (DataWorks: one update half).
         self._quiet: dict[tuple[int | None, int | None], RawMessage] = {}
 
@@ -259,8 +259,8 @@ class PartitionDecoder:
                 self._writer.add_carry("held", held)
             else:
                 self._emit(event, RawMessage(None, None, event_origin(event) or Origin()))
-        for message, commit_ts in self._waiting.values():
-            self._writer.add_carry("held", message, commit_ts=commit_ts)
+        for message, row in self._waiting.values():
+            self._writer.add_carry("held", message, row.database, row.table, row.schema_version, row.commit_ts)
 
     def _emit(self, event: Event, message: RawMessage) -> None:
         writer = self._writer
@@ -273,7 +273,7 @@ class PartitionDecoder:
                 except DecodeError as exc:
                     writer.add_error(message, str(exc))
             case PendingRow():
-                self._waiting[_coordinates(event.origin)] = (message, event.commit_ts)
+                self._waiting[_coordinates(event.origin)] = (message, event)
             case Ddl():
                 writer.add("ddl", event.origin, database=event.database, table=event.table,
                            commit_ts=event.commit_ts, sequence=writer.sequence_of(event),

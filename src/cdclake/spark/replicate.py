@@ -85,6 +85,10 @@ class BadMessageError(CdclakeError):
     """A message could not be decoded and the job is configured to stop at the first one."""
 
 
+class SchemaWaitError(CdclakeError):
+    """A row has waited for its table's schema longer than ``schema_wait_s`` allows."""
+
+
 @dataclass(frozen=True)
 class ReplicateConfig:
     """What ``cdclake replicate`` does, whatever the source.
@@ -110,6 +114,7 @@ class ReplicateConfig:
     evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
     write_mode: str = "merge-on-read"
     parallel_tables: int = 4
+    schema_wait_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.unresolved_tail not in TAIL_CHOICES:
@@ -118,6 +123,8 @@ class ReplicateConfig:
             raise OptionError(f"on-bad-message={self.on_bad_message!r}: one of {', '.join(BAD_MESSAGE_CHOICES)}")
         if self.max_batch_records < 1:
             raise OptionError(f"max-batch-records={self.max_batch_records}: must be at least 1")
+        if self.schema_wait_s < 0:
+            raise OptionError(f"schema-wait-s={self.schema_wait_s}: must not be negative")
         for name, pattern in (("include", self.include), ("exclude", self.exclude)):
             if pattern is not None:
                 try:
@@ -375,9 +382,30 @@ class Replicator:
             return None
         marks = [position.watermark for position in state.positions.values()]
         resolved = 0 if not marks or None in marks else min(m for m in marks if m is not None)
-        waiting = [carried.commit_ts for entries in facts.carried.values() for carried, *_ in entries
-                   if carried.role == "held" and carried.commit_ts is not None]
-        return min(resolved, min(waiting) - 1) if waiting else resolved
+        waiting = [entry for entries in facts.carried.values() for entry in entries
+                   if entry[0].role == "held" and entry[0].commit_ts is not None]
+        self._check_schema_wait(waiting, resolved)
+        return min(resolved, min(entry[0].commit_ts or 0 for entry in waiting) - 1) if waiting else resolved
+
+    def _check_schema_wait(self, waiting: list[tuple[CarriedMessage, str | None, str | None, int | None]],
+                           resolved: int) -> None:
+        """Stop, before anything of the batch is applied, when a row has waited for its schema longer
+        than ``schema_wait_s`` of the upstream's time: every partition has announced a ts that far past
+        the row's commit, and no BOOTSTRAP or DDL has brought the schema version it needs. TiCDC sends
+        BOOTSTRAPs every ``send-bootstrap-interval-in-sec`` (120 s by default): a schema that does not
+        come in much longer will not come, and the tables would stay behind the row for good."""
+        overdue = [(((resolved >> 18) - ((carried.commit_ts or 0) >> 18)) / 1000, carried, database, table, version)
+                   for carried, database, table, version in waiting]
+        overdue = [entry for entry in overdue if entry[0] > self.config.schema_wait_s]
+        if overdue:
+            waited, carried, database, table, version = max(overdue, key=lambda entry: entry[0])
+            origin = carried.message.origin
+            raise SchemaWaitError(
+                f"{origin.topic}[{origin.partition}]@{origin.offset}: a row of {database}.{table} has waited "
+                f"{waited:.0f} s of upstream time for its schema version {version}, which no BOOTSTRAP or DDL "
+                f"has brought ({len(overdue)} rows wait so); nothing of this batch was applied. Check that the "
+                "producer sends BOOTSTRAPs (send-bootstrap-interval-in-sec, send-bootstrap-in-msg-count), or "
+                f"set schema-wait-s above {self.config.schema_wait_s:g} to wait longer")
 
     def _resolved_sequence(self, state: JobState, extents: Mapping[tuple[str, int], PartitionExtent]) -> int | None:
         """For a format without watermarks, the sequence below which every partition has been read: the
@@ -740,6 +768,7 @@ class _Facts:
         from pyspark.sql import functions as F
 
         facts = cls()
+        errors: list[tuple[str, int, int, str]] = []
         fields = ("kind", "topic", "partition", "offset", "commit_ts", "database", "table", "sequence", "event",
                   "timestamp_ms", "reason")
         wanted = decoded.filter("kind NOT IN ('row', 'ddl')").select(
@@ -764,8 +793,9 @@ class _Facts:
             elif kind == "carry":
                 facts.carried.setdefault(tp, []).append(carried_from_record(row))
             elif kind == "error":
-                facts.errors.append(f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}")
-        facts.errors.sort()
+                errors.append((row["topic"], row["partition"], row["offset"],
+                               f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}"))
+        facts.errors = [text for *_, text in sorted(errors)]  # in stream order: the first is the first read
         return facts
 
 
