@@ -11,10 +11,10 @@ times as asked, over a longer workload:
   is appended to the captured topic, as a producer keeps writing to Kafka, so that every run has
   batches to die in. ``--minutes`` bounds the time spent killing: once it has passed, no more runs are
   killed and the slices left are appended before the last run.
-* Each run dies either at a named kill point (:mod:`cdclake.spark.killpoints`, one drawn at random with
-  an occurrence from 1 to 3) or, one run in three, by SIGKILL to its whole process group at a random
-  moment (0 to ``--max-delay`` seconds) after it plans its first batch: while reading, decoding,
-  applying or committing.
+* Each run dies either at a named kill point (:mod:`cdclake.spark.killpoints`, one drawn at random,
+  the first time the run reaches it; ``table-merged`` after one of the first four MERGEs) or, one run
+  in three, by SIGKILL to its whole process group at a random moment (0 to ``--max-delay`` seconds)
+  after it plans its first batch: while reading, decoding, applying or committing.
 * A run that ends without dying (its point was not reached: no DDL in its batches, say) counts as such
   and is not a kill survived.
 * Whatever of a run outlives it (a JVM, a PySpark daemon) is a survivor, reported and ended.
@@ -60,6 +60,7 @@ from tests.spark.streams import Partitions, write  # noqa: E402
 SECTION_START = "<!-- bench/soak.py: start -->"
 SECTION_END = "<!-- bench/soak.py: end -->"
 RANDOM_MOMENT = "random moment"
+TABLE_MERGES = 4  # table-merged kills at one of a batch's first MERGEs (every other point at its first time)
 
 
 @dataclass
@@ -135,7 +136,8 @@ def soak(args: argparse.Namespace, scratch: Path) -> tuple[Soak, Outcome]:
             name = RANDOM_MOMENT
         else:
             name = rng.choice(POINTS)
-            run = run_replicate(config, log, kill_at=f"{name}:{rng.randint(1, 3)}")
+            occurrence = rng.randint(1, TABLE_MERGES) if name == "table-merged" else 1
+            run = run_replicate(config, log, kill_at=f"{name}:{occurrence}")
         _count(done, run, name, warehouse, job)
         print(f"run {number + 1}/{args.kills}: {run.kill} -> {'killed' if run.killed else run.returncode} "
               f"in {run.seconds:.0f} s", flush=True)
@@ -184,7 +186,7 @@ def section(args: argparse.Namespace, done: Soak, outcome: Outcome, loads: tuple
         if getattr(args, name) != default)
     lines = [
         SECTION_START,
-        "## Crash soak (bench/soak.py)",
+        "### Crash soak (bench/soak.py)",
         "",
         f"Command: `{command}`  ",
         f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {done.runs} runs in {done.seconds / 60:.0f} min  ",
