@@ -56,7 +56,8 @@ def malformed() -> int:
         total += len(found)
         print(f"  {case}: {len(found)} malformed messages among {len(stream)} good ones")
     print(f"  by kind: {', '.join(f'{kind} {count}' for kind, count in sorted(kinds.items()))}")
-    print(f"  {total} malformed messages dead-lettered; fail-fast: 1 stopped at (and 2 more in the xfail test)")
+    print(f"  {total} malformed messages dead-lettered; fail-fast: 1 stopped at, and 2 in the test that the first "
+          "is named")
     return total
 
 
