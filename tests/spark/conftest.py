@@ -15,7 +15,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from cdclake.spark.session import build_session
 
     warehouse: Path = tmp_path_factory.mktemp("warehouse")
-    session = build_session(master="local[2]", warehouse=warehouse)
+    # Two shuffle partitions for two cores: the tests' batches are small, and each task costs its start.
+    session = build_session(master="local[2]", warehouse=warehouse, conf={"spark.sql.shuffle.partitions": "2"})
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
