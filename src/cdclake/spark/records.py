@@ -42,8 +42,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 RECORD_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in RECORD_FIELDS)
-# The columns of read_records' DataFrame: those of Spark's Kafka source that a decoder reads.
-READ_DDL = "`topic` string, `partition` int, `offset` bigint, `timestamp` timestamp, `key` binary, `value` binary"
 # Per-table views: the change's own columns, ahead of the table's.
 VIEW_COLUMNS = ("_op", "_commit_ts", "_topic", "_partition", "_offset")
 
@@ -144,9 +142,9 @@ def decode_changes(records: DataFrame, format: str, options: Mapping[str, Any] |
     (``enable_tidb_extension=True`` stands for ``enable-tidb-extension``); an unknown one fails at once
     with the list of valid ones. Each partition's records are decoded in offset order, apart from any
     other call: what a message needs from an earlier call (a Simple protocol row whose BOOTSTRAP came
-    before) comes out as a ``carry`` record, which :class:`ChangeApplier` decodes again with what it
-    kept of earlier batches. ``records`` must be a batch DataFrame: in a streaming query, call this
-    inside ``foreachBatch``."""
+    before) comes out as a ``carry`` record, which :class:`~cdclake.spark.replicate.ChangeApplier`
+    decodes again with what it kept of earlier batches. ``records`` must be a batch DataFrame: in a
+    streaming query, call this inside ``foreachBatch``."""
     resolved = get_codec(format).resolve(options, **format_options)
     return decode_frame(raw_records(records), format, resolved, {})
 
@@ -164,15 +162,15 @@ def decode_frame(records: DataFrame, format_name: str, options: Mapping[str, Any
 
 
 def with_carried_decoded(changes: DataFrame, format_name: str, options: Mapping[str, Any],
-                         carried: Carried) -> DataFrame:
-    """Change records that :func:`decode_changes` made without the messages a job carries from earlier
-    batches, completed: the messages held in them (rows waiting for a schema) and those the job holds
-    for their partitions decoded again, per partition in offset order after every schema message, the
-    job's and theirs."""
+                         carried: Carried, ranges: Iterable[OffsetRange]) -> DataFrame:
+    """Change records that :func:`decode_changes` made of ``ranges`` without the messages a job carries
+    from earlier batches, completed: the messages held in them (rows waiting for a schema) and those the
+    job holds for their partitions decoded again, per partition in offset order after every schema
+    message, the job's and theirs."""
     from pyspark.sql import functions as F
 
     spark = changes.sparkSession
-    read = {(r.topic, r.partition) for r in ranges_of(changes)}
+    read = {(r.topic, r.partition) for r in ranges}
     kept = [(origin.topic, origin.partition, origin.offset, entry.message.timestamp_ms, entry.message.key,
              entry.message.value, entry.role)
             for tp, entries in carried.items() if tp in read

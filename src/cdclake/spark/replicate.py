@@ -270,7 +270,7 @@ class Replicator:
                 append_plan(self.spark, self.config.catalog, self.config.namespace, ranges, batch, (app_id, batch_id))
                 killpoints.reached("planned")
             if changes:
-                decoded = records.with_carried_decoded(frame, self.config.format, self.options, state.carried)
+                decoded = records.with_carried_decoded(frame, self.config.format, self.options, state.carried, ranges)
             else:
                 decoded = records.decode_frame(frame, self.config.format, self.options, state.carried)
             extents = {(r.topic, r.partition): PartitionExtent(r.start, r.end) for r in ranges}
