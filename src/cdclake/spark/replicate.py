@@ -52,6 +52,7 @@ from cdclake.schema.ddl import (
 from cdclake.schema.evolution import EvolutionPolicy, alter_statements, changes_seen_in_rows, plan, quote
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark import apply, killpoints, records
+from cdclake.spark.batches import run_batches
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
 from cdclake.spark.state import (
     JobState,
@@ -192,19 +193,7 @@ class Replicator:
             on_batch: Callable[[BatchReport], None] | None = None) -> list[BatchReport]:
         """Batches until caught up (``once``), or until ``stop`` is set; a stop request waits for the
         batch under way to commit."""
-        reports = []
-        stop = stop or threading.Event()
-        while not stop.is_set():
-            report = self.step(finishing=once)
-            if report is not None:
-                reports.append(report)
-                if on_batch is not None:
-                    on_batch(report)
-                continue
-            if once:
-                break
-            stop.wait(interval_s)
-        return reports
+        return run_batches(lambda: self.step(finishing=once), once, interval_s, stop, on_batch)
 
     def step(self, finishing: bool = False) -> BatchReport | None:
         """One batch; None when there was nothing to read (and, finishing, no tail left to apply)."""

@@ -39,6 +39,7 @@ import orjson
 
 from cdclake.errors import CdclakeError, OptionError
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
+from cdclake.spark.batches import run_batches
 from cdclake.transcode import (
     CHANGE,
     ERROR,
@@ -170,19 +171,7 @@ class Transcoder:
             on_batch: Callable[[BatchReport], None] | None = None) -> list[BatchReport]:
         """Batches until caught up (``once``), or until ``stop`` is set; a stop request waits for the
         batch under way to commit."""
-        reports = []
-        stop = stop or threading.Event()
-        while not stop.is_set():
-            report = self.step()
-            if report is not None:
-                reports.append(report)
-                if on_batch is not None:
-                    on_batch(report)
-                continue
-            if once:
-                break
-            stop.wait(interval_s)
-        return reports
+        return run_batches(self.step, once, interval_s, stop, on_batch)
 
     def step(self) -> BatchReport | None:
         """One batch; None when the source had nothing new."""
