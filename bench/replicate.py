@@ -223,8 +223,10 @@ PHASES: tuple[tuple[str, Any, str], ...] = (
     ("load state", replicate, "load_state"),
     ("record plan", replicate, "append_plan"),
     ("decode + facts", replicate._Facts, "of"),
-    ("dedupe + plan tables", Replicator, "_plan_tables"),
+    ("dedupe", Replicator, "_deduplicated"),
+    ("plan tables", Replicator, "_plan_tables"),  # the first use of the deduplicated changes
     ("changelog", Replicator, "_append_changelog"),
+    ("net changes", Replicator, "_net_changes"),
     ("apply tables", Replicator, "_apply_tables"),
     ("state commit", replicate, "write_state"),
 )
@@ -517,7 +519,7 @@ def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: in
 
     def merge_and_keep(spark: Any, ident: str, schema: Any, changes: Any, properties: Mapping[str, str]) -> None:
         merge(spark, ident, schema, changes, properties)
-        typed = apply.typed_source(apply.net_changes(changes), schema)
+        typed = apply.typed_source(changes, schema)
         # Checkpointed, not persisted: a persisted plan would be recomputed, decoding included, once the
         # batch unpersists the frames it was built from.
         rows = typed.filter("_op != 'delete'").drop("_op", "_absent").localCheckpoint(eager=True)

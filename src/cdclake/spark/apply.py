@@ -59,10 +59,13 @@ def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     columns = ", ".join(f"{quote(c.name)} {lake_type(c.type)}" for c in schema.columns)
     mode = settings.write_mode
+    # No distribution for MERGE: the tables are not partitioned, so Iceberg's default (hash by
+    # partition) would gather each MERGE's writes into one task; each task writes its own files instead.
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {ident} ({columns}) USING iceberg TBLPROPERTIES ("
         f"'format-version'='2', 'write.merge.mode'='{mode}', 'write.update.mode'='{mode}', "
-        f"'write.delete.mode'='{mode}', '{KEY_PROPERTY}'={sql_string(','.join(schema.key_columns))})"
+        f"'write.delete.mode'='{mode}', 'write.merge.distribution-mode'='none', "
+        f"'{KEY_PROPERTY}'={sql_string(','.join(schema.key_columns))})"
     )
 
 
@@ -75,8 +78,10 @@ def last_step(spark: SparkSession, ident: str) -> tuple[int, int]:
     return (int(summary.get(BATCH_PROPERTY, 0)), int(summary.get(STEP_PROPERTY, 0)))
 
 
-def net_changes(changes: DataFrame) -> DataFrame:
-    """One record per key: the last change of it, as (``_key``, ``_op``, ``_image``)."""
+def net_changes(changes: DataFrame, groups: Sequence[str] = ()) -> DataFrame:
+    """One record per key and group (the ``groups`` columns kept, say a batch's table and segment): the
+    last change of it, as (``_key``, ``_op``, ``_image``). Copies of a change need not be dropped first:
+    whichever copy comes last, its image is the same."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -85,10 +90,11 @@ def net_changes(changes: DataFrame) -> DataFrame:
                        F.coalesce(F.col("after"), F.col("before")).alias("image"))
     old_key = F.when(F.col("old_key").isNotNull(),
                      F.struct(F.col("old_key").alias("k"), F.lit("delete").alias("op"), F.col("before").alias("image")))
-    exploded = changes.select(F.explode(F.array(new_key, old_key)).alias("c"), *order).filter("c IS NOT NULL")
-    newest_first = Window.partitionBy("c.k").orderBy(*[column.desc_nulls_last() for column in order])
+    exploded = (changes.select(*groups, F.explode(F.array(new_key, old_key)).alias("c"), *order)
+                .filter("c IS NOT NULL"))
+    newest_first = Window.partitionBy(*groups, "c.k").orderBy(*[column.desc_nulls_last() for column in order])
     return (exploded.withColumn("_rank", F.row_number().over(newest_first)).filter("_rank = 1")
-            .select(F.col("c.k").alias("_key"), F.col("c.op").alias("_op"), F.col("c.image").alias("_image")))
+            .select(*groups, F.col("c.k").alias("_key"), F.col("c.op").alias("_op"), F.col("c.image").alias("_image")))
 
 
 def typed_source(net: DataFrame, schema: TableSchema) -> DataFrame:
@@ -120,11 +126,11 @@ def merge_statement(target: str, source: str, schema: TableSchema) -> str:
     )
 
 
-def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, changes: DataFrame,
+def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, net: DataFrame,
                   properties: Mapping[str, str]) -> None:
-    """MERGE the net change per key of ``changes`` (change records of this table) into ``ident``."""
+    """MERGE ``net``, the net change per key of this table (:func:`net_changes`), into ``ident``."""
     view = f"cdclake_merge_{uuid.uuid4().hex}"
-    typed_source(net_changes(changes), schema).createOrReplaceTempView(view)
+    typed_source(net, schema).createOrReplaceTempView(view)
     try:
         with_commit_properties(spark, properties, lambda: spark.sql(merge_statement(ident, view, schema)))
     finally:

@@ -304,6 +304,7 @@ class Replicator:
             applicable = self._deduplicated(self._not_yet_applied(
                 changes if ready is None else changes.filter(ready), state))
             applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK)
+            net = None
             try:
                 work = self._plan_tables(applicable, facts, state, resolved)
                 report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
@@ -311,12 +312,15 @@ class Replicator:
                 killpoints.reached("changelog")
                 if facts.errors:
                     self._append_dead_letters(decoded.filter("kind = 'error'"), batch, recovering)
-                self._apply_tables(state, work, applicable, batch, recovering, resolved, report)
+                net = self._net_changes(applicable, work)
+                self._apply_tables(state, work, net, batch, recovering, resolved, report)
                 killpoints.reached("tables-applied")
                 if not self.watermarks:
                     self._remember_sequences(state, applicable)
             finally:
                 applicable.unpersist()
+                if net is not None:
+                    net.unpersist()
             self._carry_on(state, facts, ranges)
             state.plan = []
             waiting = None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES)
@@ -480,16 +484,29 @@ class Replicator:
 
     def _deduplicated(self, changes: DataFrame) -> DataFrame:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
-        the first delivery kept."""
+        the first delivery kept.
+
+        Only changes whose identity hashes like another's can be copies, so a cheap count of the
+        hashes finds them, and only those go through the exact comparison (a window over whole images,
+        which costs a shuffle and sort of every column): a clean batch pays for the count alone."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
-        first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
         # A DDL is sent to every partition: its copies differ only in their origin.
         event_id = F.when(F.col("kind") == "ddl", F.get_json_object("event", "$.sql"))
-        return (changes.withColumn("event_id", event_id).withColumn("_copy", F.row_number().over(first))
-                .filter("_copy = 1").drop("_copy", "event_id"))
+        identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
+        hashed = changes.withColumn("event_id", event_id).withColumn("_identity", F.xxhash64(*identity))
+        shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity")
+        shared_hashes = [(row["_identity"],) for row in shared.collect()]
+        if not shared_hashes:
+            return changes
+        suspects = self.spark.createDataFrame(shared_hashes, "_identity bigint").withColumn("_suspect", F.lit(True))
+        marked = hashed.join(F.broadcast(suspects), "_identity", "left")
+        first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
+        copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
+                          .filter("_copy = 1").drop("_copy"))
+        unique = marked.filter("_suspect IS NULL")
+        return unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id")
 
     # --- planning the tables' work --------------------------------------------------------------------
 
@@ -565,12 +582,23 @@ class Replicator:
 
     # --- applying -------------------------------------------------------------------------------------
 
-    def _apply_tables(self, state: JobState, work: dict[tuple[str, str], _TableWork], applicable: DataFrame,
+    def _net_changes(self, applicable: DataFrame, work: Mapping[tuple[str, str], _TableWork]) -> DataFrame:
+        """The net change per key of every table's segments (:func:`apply.net_changes`), all tables in
+        one shuffle rather than one per MERGE, and materialized: each MERGE reads its part."""
+        from pyspark import StorageLevel
+
+        rows = applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
+        net = apply.net_changes(rows, groups=("database", "table", "_segment"))
+        net = net.persist(StorageLevel.MEMORY_AND_DISK)
+        net.count()
+        return net
+
+    def _apply_tables(self, state: JobState, work: dict[tuple[str, str], _TableWork], net: DataFrame,
                       batch: int, recovering: bool, resolved: int | None, report: BatchReport) -> None:
         lock = threading.Lock()
 
         def one(table_work: _TableWork) -> None:
-            touched = self._apply_table(state, table_work, applicable, batch, recovering, resolved, lock)
+            touched = self._apply_table(state, table_work, net, batch, recovering, resolved, lock)
             with lock:
                 report.tables.update(touched)
 
@@ -581,7 +609,7 @@ class Replicator:
             for future in [pool.submit(one, table_work) for table_work in ordered]:
                 future.result()
 
-    def _apply_table(self, state: JobState, work: _TableWork, applicable: DataFrame, batch: int,
+    def _apply_table(self, state: JobState, work: _TableWork, net: DataFrame, batch: int,
                      recovering: bool, resolved: int | None, lock: threading.Lock) -> dict[str, int]:
         from pyspark.sql import functions as F
 
@@ -593,8 +621,7 @@ class Replicator:
             self.spark, known.lake_table) else (0, 0)
         step = 0
         touched: dict[str, int] = {}
-        rows = (applicable.filter((F.col("kind") == "row") & (F.col("database") == key[0]) & (F.col("table") == key[1]))
-                .withColumn("_segment", self._segment_column({key: work})))
+        net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
         segment_count = len(work.ddls) + 1
         for index in range(segment_count):
             if index > 0:
@@ -608,7 +635,7 @@ class Replicator:
             if (batch, step) > done:
                 properties = self._properties(batch, step, resolved)
                 apply.merge_changes(self.spark, known.lake_table, known.schema,
-                                    rows.filter(F.col("_segment") == index), properties)
+                                    net.filter(F.col("_segment") == index), properties)
                 killpoints.reached("table-merged")
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
