@@ -6,6 +6,8 @@ pipeline: by hand from a spec's own example, or from the upstream simulation's c
 * A Simple protocol consumer that joins mid-stream holds each row until its table's BOOTSTRAP, across
   batches, and ends with every row changed after the join, and only those.
 * An unresolved tail (a stream whose last commits no watermark covers) is kept or applied, as asked.
+* A type change Iceberg cannot express stops the job at its DDL barrier, naming the option that lets
+  it go on.
 
 Every test has namespaces of its own in the session's shared warehouse.
 """
@@ -13,6 +15,7 @@ Every test has namespaces of its own in the session's shared warehouse.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import struct
 from collections import defaultdict
@@ -23,10 +26,28 @@ from typing import Any
 import orjson
 import pytest
 
-from cdclake.model import Bootstrap, Ddl, Event, PendingRow, RawMessage, RowChange, Watermark
+from cdclake.formats import get_codec
+from cdclake.model import (
+    Bootstrap,
+    ColumnSchema,
+    Ddl,
+    DdlKind,
+    Event,
+    IndexSchema,
+    Op,
+    Origin,
+    PendingRow,
+    RawMessage,
+    RowChange,
+    TableSchema,
+    Watermark,
+)
+from cdclake.schema.evolution import EvolutionPolicy, SchemaEvolutionError
 from cdclake.sources.captured import CapturedTopics, CapturedTopicWriter, partitions, read_partition
 from cdclake.spark.replicate import ReplicateConfig, Replicator, SchemaWaitError
+from cdclake.spark.state import load_state
 from cdclake.spark.verify import compare_tables
+from cdclake.types import MySQLType
 from cdclake.workload import Stream, TableState, Workload, WorkloadSpec, key_of, produce, write_captured
 
 _runs = itertools.count()
@@ -364,3 +385,73 @@ def test_a_row_whose_schema_never_comes_stops_the_job_naming_it_with_nothing_app
                               target_namespace=config.target_namespace, schema_wait_s=3600.0)
     assert Replicator(spark, CapturedTopics(tmp_path), patient).run(once=True)
     assert spark.table(_system_table(config, "changelog")).filter("`table` = 'accounts'").count() == 0
+
+
+# --- 4. A type change Iceberg cannot express ---------------------------------------------------------
+
+
+def _items_stream() -> list[Event]:
+    """shop.items created, three rows, then ``qty`` changed from INT to VARCHAR (which Iceberg cannot
+    do to a column in place), a row of the new type and an update to it; a watermark after each part."""
+    ts = itertools.count(450_000_000_000_000_000, 1 << 18)
+    columns = (ColumnSchema("id", MySQLType("int"), nullable=False), ColumnSchema("qty", MySQLType("int")),
+               ColumnSchema("note", MySQLType.parse("varchar(20)")))
+    created = TableSchema("shop", "items", columns, (IndexSchema("PRIMARY", ("id",), unique=True, primary=True),))
+    types = {c.name: c.type for c in columns}
+    new_types = {**types, "qty": MySQLType.parse("varchar(20)")}
+
+    def insert(row: dict[str, Any], row_types: Mapping[str, MySQLType]) -> RowChange:
+        return RowChange(Op.INSERT, "shop", "items", None, row, row_types, ("id",), next(ts))
+
+    return [
+        Ddl(DdlKind.CREATE_TABLE, "shop", "items", "CREATE TABLE `shop`.`items` (`id` int NOT NULL, `qty` int, "
+            "`note` varchar(20), PRIMARY KEY (`id`))", next(ts), None, created),
+        insert({"id": 1, "qty": 5, "note": "a"}, types),
+        insert({"id": 2, "qty": 6, "note": None}, types),
+        insert({"id": 3, "qty": None, "note": "c"}, types),
+        Watermark(next(ts)),
+        Ddl(DdlKind.ALTER_TABLE, "shop", "items", "ALTER TABLE `shop`.`items` MODIFY COLUMN `qty` varchar(20)",
+            next(ts)),
+        insert({"id": 4, "qty": "7 boxes", "note": "d"}, new_types),
+        RowChange(Op.UPDATE, "shop", "items", {"id": 1, "qty": "5", "note": "a"}, {"id": 1, "qty": "many", "note": "a"},
+                  new_types, ("id",), next(ts)),
+        Watermark(next(ts)),
+    ]
+
+
+def test_a_type_change_iceberg_cannot_express_stops_the_job_naming_the_option_with_nothing_half_applied(
+        spark: Any, tmp_path: Path) -> None:
+    """INT to VARCHAR mid-batch: the job stops at the DDL with a message naming the table, the column and
+    the option that resolves it. The batch stops at its DDL barrier, as upstream was when the DDL ran:
+    the rows before it applied, the column untouched, none of the rows after it, and the batch not
+    committed. Run again with ``incompatible-type-change = 'rewrite'``, the batch is finished: the
+    column rebuilt with the old values cast, the later rows applied, each change once in the changelog."""
+    codec = get_codec("canal-json")
+    options = codec.resolve({"enable-tidb-extension": True})
+    messages = codec.encoder(options).encode(_items_stream())
+    write_captured((dataclasses.replace(m, origin=Origin(partition=0)) for m in messages), tmp_path, "items")
+    config, lake_name = _job("type_change", "canal-json", options)
+    items = lake_name("shop", "items")
+
+    with pytest.raises(SchemaEvolutionError) as stopped:
+        Replicator(spark, CapturedTopics(tmp_path), config).run(once=True)
+
+    message = str(stopped.value)
+    for named in ("upstream table shop.items", "'qty'", "incompatible-type-change", "'rewrite'"):
+        assert named in message, f"{named} is not named in: {message}"
+    assert {f.name: f.dataType.simpleString() for f in spark.table(items).schema.fields} == {
+        "id": "int", "qty": "int", "note": "string"}
+    assert sorted(tuple(row) for row in spark.table(items).collect()) == [(1, 5, "a"), (2, 6, None), (3, None, "c")]
+    state, _ = load_state(spark, "lake", config.namespace)
+    assert state.batch == 0 and state.plan, "the batch must be left planned and uncommitted"
+
+    rewrite = dataclasses.replace(config, evolution=EvolutionPolicy(incompatible_type_change="rewrite"))
+    Replicator(spark, CapturedTopics(tmp_path), rewrite).run(once=True)
+
+    # The rebuilt column is the table's newest, so it comes last: the rows are read by column name.
+    assert {f.name: f.dataType.simpleString() for f in spark.table(items).schema.fields} == {
+        "id": "int", "note": "string", "qty": "string"}
+    assert sorted(tuple(row) for row in spark.table(items).select("id", "qty", "note").collect()) == [
+        (1, "many", "a"), (2, "6", None), (3, None, "c"), (4, "7 boxes", "d")]
+    changelog = spark.table(_system_table(config, "changelog")).groupBy("op", "offset", "index").count().collect()
+    assert sorted((row["op"], row["count"]) for row in changelog) == [("insert", 1)] * 4 + [("update", 1)]

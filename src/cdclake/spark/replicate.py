@@ -49,7 +49,14 @@ from cdclake.schema.ddl import (
     schema_after,
     table_before,
 )
-from cdclake.schema.evolution import EvolutionPolicy, alter_statements, changes_seen_in_rows, plan, quote
+from cdclake.schema.evolution import (
+    EvolutionPolicy,
+    SchemaEvolutionError,
+    alter_statements,
+    changes_seen_in_rows,
+    plan,
+    quote,
+)
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark import apply, killpoints, records
 from cdclake.spark.batches import run_batches
@@ -673,7 +680,13 @@ class Replicator:
         # crash finds its DDL already applied, and plans nothing.
         changes = _not_made_yet(known.schema, changes)
         lake_now = apply.lake_columns_of(self.spark, known.lake_table)
-        lake_changes = plan(known.lake_table, lake_now, changes, self.config.evolution, mysql_schema=known.schema)
+        try:
+            lake_changes = plan(known.lake_table, lake_now, changes, self.config.evolution, mysql_schema=known.schema)
+        except SchemaEvolutionError as error:
+            raise SchemaEvolutionError(
+                f"upstream table {known.schema.database}.{known.schema.table}, lake table {error} (the batch "
+                "stopped at this change: the changes before it are applied, none after it; a run that can "
+                "make the change finishes the batch)") from None
         apply.run_statements(self.spark, alter_statements(known.lake_table, lake_changes))
         after = schema_after(known.schema, changes)
         assert after is not None
