@@ -162,12 +162,20 @@ def measure(events: int, args: argparse.Namespace, scratch: Path) -> Measured:
         sampler.join()
         del os.environ[_MARK]
     if run.returncode != 0:
-        raise SystemExit(f"cdclake replicate exited {run.returncode}:\n{run.log}")
+        raise SystemExit(f"cdclake replicate exited {run.returncode} after {run.seconds:.0f} s ({_peaks(memory)}):"
+                         f"\n{run.log}")
     summary = re.search(r"(\d+) batches: (\d+) records read, (\d+) changes applied", run.log)
     if summary is None:
         raise SystemExit(f"no summary in the run's log:\n{run.log}")
     batches, records, applied = (int(group) for group in summary.groups())
+    # Printed as each size ends: a later size that fails must not take this one's figures with it.
+    print(f"{events:,} events: {batches} batches in {run.seconds:.0f} s; {_peaks(memory)}", flush=True)
     return Measured(events, records, applied, batches, run.seconds, memory)
+
+
+def _peaks(memory: Memory) -> str:
+    """The peaks so far, as "kind summed/largest MiB"."""
+    return "; ".join(f"{kind} {_mib(memory.summed[kind])}/{_mib(memory.largest[kind])} MiB" for kind in KINDS)
 
 
 def _mib(kib: int) -> str:
