@@ -517,9 +517,9 @@ def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: in
     lock = threading.Lock()
     merge = apply.merge_changes
 
-    def merge_and_keep(spark: Any, ident: str, schema: Any, changes: Any, properties: Mapping[str, str]) -> None:
-        merge(spark, ident, schema, changes, properties)
-        typed = apply.typed_source(changes, schema)
+    def merge_and_keep(spark: Any, ident: str, schema: Any, net: Any, properties: Mapping[str, str]) -> None:
+        merge(spark, ident, schema, net, properties)
+        typed = apply.typed_source(net, schema)
         # Checkpointed, not persisted: a persisted plan would be recomputed, decoding included, once the
         # batch unpersists the frames it was built from.
         rows = typed.filter("_op != 'delete'").drop("_op", "_absent").localCheckpoint(eager=True)

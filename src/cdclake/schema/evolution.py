@@ -163,7 +163,7 @@ def plan(
 ) -> list[LakeChange]:
     """The steps that make the lake table ``table``, whose columns are ``current`` (name to lake type, in
     order), follow ``changes``. ``mysql_schema`` is the table's MySQL schema before the changes, if
-    known: an error then names the old MySQL type too.
+    known: an error then names the upstream table and the old MySQL type too.
 
     Takes column changes and :class:`SetKey` (the lake table holds no key: the pipeline merges by the
     schema's); the pipeline makes table-level changes (create, drop, rename, truncate) itself.
@@ -178,6 +178,9 @@ class _Planner:
     def __init__(self, table: str, current: Mapping[str, str], policy: EvolutionPolicy,
                  mysql_schema: TableSchema | None) -> None:
         self.table = table
+        # What errors name: the lake table, and the upstream one where it is known.
+        self.named = (f"upstream table {mysql_schema.database}.{mysql_schema.table}, lake table {table}"
+                      if mysql_schema is not None else table)
         self.columns = {name: _normal_type(text) for name, text in current.items()}
         self.policy = policy
         self.mysql_schema = mysql_schema
@@ -272,7 +275,7 @@ class _Planner:
             return  # renamed already, or never in the lake: rows will bring the column
         if new is not None and new != old:
             raise SchemaEvolutionError(
-                f"{self.table}: column {change.old!r} cannot be renamed to {change.new!r}: the lake table "
+                f"{self.named}: column {change.old!r} cannot be renamed to {change.new!r}: the lake table "
                 f"already has a column {new!r}; drop or rename that one first"
             )
         # A change of case only is none: Spark resolves names case-insensitively, and Iceberg would take
@@ -286,7 +289,7 @@ class _Planner:
             known = next((c for c in self.mysql_schema.columns if c.name.lower() == name.lower()), None)
             old_mysql = f"MySQL {known.type}, " if known is not None else ""
         return (
-            f"{self.table}: column {name!r} changes from {old_mysql}lake {held} to MySQL {new_type}, lake "
+            f"{self.named}: column {name!r} changes from {old_mysql}lake {held} to MySQL {new_type}, lake "
             f"{lake_type(new_type)}, which Iceberg cannot change in place (it widens only int to long, float "
             "to double and decimal(p,s) to a larger p with the same s). Set incompatible-type-change to "
             "'rewrite' (EvolutionPolicy.incompatible_type_change) to rebuild the column with CAST, or "

@@ -528,8 +528,8 @@ class Replicator:
             position = self._position_of(row)
             for key in self._tables_of(ddl, state, work):
                 work.setdefault(key, _TableWork(key)).ddls.append((position or 0, ddl))
-        segmented = applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
-        groups = segmented.groupBy("database", "table", "_segment", "columns", "key_columns").count().collect()
+        groups = (self._segmented_rows(applicable, work)
+                  .groupBy("database", "table", "_segment", "columns", "key_columns").count().collect())
         for row in groups:
             key = (row["database"], row["table"])
             segments = work.setdefault(key, _TableWork(key)).segments
@@ -573,6 +573,10 @@ class Replicator:
             return []  # CREATE DATABASE and the like: nothing a lake table holds
         return [table_before(ddl)]
 
+    def _segmented_rows(self, applicable: DataFrame, work: Mapping[tuple[str, str], _TableWork]) -> DataFrame:
+        """The row changes of ``applicable``, each with ``_segment``: its place among its table's DDLs."""
+        return applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
+
     def _segment_column(self, work: Mapping[tuple[str, str], _TableWork]) -> Any:
         """Per change, how many of its table's DDLs come before it (the DDL barrier)."""
         from pyspark.sql import functions as F
@@ -594,8 +598,7 @@ class Replicator:
         one shuffle rather than one per MERGE, and materialized: each MERGE reads its part."""
         from pyspark import StorageLevel
 
-        rows = applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
-        net = apply.net_changes(rows, groups=("database", "table", "_segment"))
+        net = apply.net_changes(self._segmented_rows(applicable, work), groups=("database", "table", "_segment"))
         net = net.persist(StorageLevel.MEMORY_AND_DISK)
         net.count()
         return net
@@ -628,7 +631,7 @@ class Replicator:
             self.spark, known.lake_table) else (0, 0)
         step = 0
         touched: dict[str, int] = {}
-        net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
+        table_net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
         segment_count = len(work.ddls) + 1
         for index in range(segment_count):
             if index > 0:
@@ -642,7 +645,7 @@ class Replicator:
             if (batch, step) > done:
                 properties = self._properties(batch, step, resolved)
                 apply.merge_changes(self.spark, known.lake_table, known.schema,
-                                    net.filter(F.col("_segment") == index), properties)
+                                    table_net.filter(F.col("_segment") == index), properties)
                 killpoints.reached("table-merged")
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
@@ -684,9 +687,8 @@ class Replicator:
             lake_changes = plan(known.lake_table, lake_now, changes, self.config.evolution, mysql_schema=known.schema)
         except SchemaEvolutionError as error:
             raise SchemaEvolutionError(
-                f"upstream table {known.schema.database}.{known.schema.table}, lake table {error} (the batch "
-                "stopped at this change: the changes before it are applied, none after it; a run that can "
-                "make the change finishes the batch)") from None
+                f"{error} (the batch stopped at this change: the changes before it are applied, none after it; "
+                "a run that can make the change finishes the batch)") from None
         apply.run_statements(self.spark, alter_statements(known.lake_table, lake_changes))
         after = schema_after(known.schema, changes)
         assert after is not None
