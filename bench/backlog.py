@@ -18,7 +18,10 @@ the like) shows the JVM's memory as its own and is left out. For each kind it re
 summed resident memory over the samples (pages the daemon's forked workers share count once per
 worker), and the largest high-water mark of one process. Memory that does not grow with the backlog
 is the same at every size; the JVM's heap is capped by Spark's default ``spark.driver.memory`` (1g)
-whatever the backlog, so its figure says how much of the cap it touched. Run from the repository root::
+whatever the backlog, so its resident memory says only how much of the cap it touched. What the JVM
+really holds is its heap after a full collection: every ``--full-gc-every`` seconds the script asks
+the JVM for one (``jcmd <pid> GC.run``), and the JVM logs each collection (``-Xlog:gc``); the figures
+are the live heap after the first, the largest and the last of them. Run from the repository root::
 
     nice -n 19 python3 bench/backlog.py --events 100000 300000
 
@@ -32,6 +35,7 @@ import datetime as dt
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -65,6 +69,7 @@ class Memory:
     processes: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     each: dict[int, tuple[str, str, int]] = field(default_factory=dict)  # pid: kind, command, VmHWM
     samples: int = 0
+    live_heap_mib: list[int] = field(default_factory=list)  # the JVM's heap after each full collection
 
 
 def _command(pid: int) -> list[bytes]:
@@ -135,6 +140,26 @@ def sample(marker: str, memory: Memory, stop: threading.Event, interval: float) 
         stop.wait(interval)
 
 
+def collect_garbage(marker: str, stop: threading.Event, every: float) -> None:
+    """Until ``stop``: every ``every`` seconds, a full collection in each JVM of the run, so that its
+    GC log shows what the heap holds live."""
+    while not stop.wait(every):
+        for pid in _marked(marker):
+            status = _status_kb(pid)
+            if status and (_kind(pid, status["PPid"]) or ("",))[0] == "JVM":
+                subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120, check=False)
+
+
+_FULL_GC = re.compile(r"Pause Full \(.*?\) \d+M->(\d+)M")
+
+
+def live_heap(gc_log: Path) -> list[int]:
+    """The heap after each full collection in a JVM's ``-Xlog:gc`` file, in MiB."""
+    if not gc_log.exists():
+        return []
+    return [int(match.group(1)) for match in _FULL_GC.finditer(gc_log.read_text(errors="replace"))]
+
+
 @dataclass
 class Measured:
     events: int
@@ -149,18 +174,24 @@ def measure(events: int, args: argparse.Namespace, scratch: Path) -> Measured:
     stream = prepared_stream(args.format, events, Path(args.cache))
     job = Job("backlog", args.format, OPTIONS[args.format], max_records=args.batch_records)
     warehouse = scratch / f"warehouse-{events}"
-    config = job.write_toml(scratch / f"job-{events}.toml", stream.root, warehouse)
+    gc_log = scratch / f"gc-{events}.log"
+    config = job.write_toml(scratch / f"job-{events}.toml", stream.root, warehouse,
+                            spark={"spark.driver.extraJavaOptions": f"-Xlog:gc:file={gc_log}"})
     marker = uuid.uuid4().hex
     memory, stop = Memory(), threading.Event()
     os.environ[_MARK] = marker  # the run inherits it, and its JVM and Python workers from it
     sampler = threading.Thread(target=sample, args=(marker, memory, stop, args.interval), daemon=True)
+    collector = threading.Thread(target=collect_garbage, args=(marker, stop, args.full_gc_every), daemon=True)
     sampler.start()
+    collector.start()
     try:
         run = run_replicate(config, scratch / f"replicate-{events}.log", timeout_s=args.timeout)
     finally:
         stop.set()
         sampler.join()
+        collector.join()
         del os.environ[_MARK]
+        memory.live_heap_mib = live_heap(gc_log)
     if run.returncode != 0:
         raise SystemExit(f"cdclake replicate exited {run.returncode} after {run.seconds:.0f} s ({_peaks(memory)}):"
                          f"\n{run.log}")
@@ -174,8 +205,15 @@ def measure(events: int, args: argparse.Namespace, scratch: Path) -> Measured:
 
 
 def _peaks(memory: Memory) -> str:
-    """The peaks so far, as "kind summed/largest MiB"."""
-    return "; ".join(f"{kind} {_mib(memory.summed[kind])}/{_mib(memory.largest[kind])} MiB" for kind in KINDS)
+    """The peaks so far, as "kind summed/largest MiB", and the JVM's live heap."""
+    return ("; ".join(f"{kind} {_mib(memory.summed[kind])}/{_mib(memory.largest[kind])} MiB" for kind in KINDS)
+            + f"; JVM heap after full GC {_live(memory)} MiB; each: {memory.live_heap_mib}")
+
+
+def _live(memory: Memory) -> str:
+    """The JVM's heap after its first, largest and last full collection."""
+    heap = memory.live_heap_mib
+    return f"{heap[0]:,} / {max(heap):,} / {heap[-1]:,} ({len(heap)} collections)" if heap else "-"
 
 
 def _mib(kib: int) -> str:
@@ -196,17 +234,18 @@ def section(args: argparse.Namespace, runs: list[Measured], loads: tuple[str, st
         f"load average {loads[0]} (1 min) at the start, {loads[1]} at the end (the machine is shared)  ",
         f"Workload: bench/replicate.py's, in {args.format} on {PARTITIONS} partitions, replicated from its "
         f"captured topic in batches of at most {args.batch_records:,} records; resident memory sampled every "
-        f"{args.interval} s from /proc",
+        f"{args.interval} s from /proc; a full collection of the JVM's heap every {args.full_gc_every:g} s",
         "",
         "| backlog events | records read | changes applied | batches | seconds | " + " | ".join(
-            f"{kind} peak MiB (summed / largest one)" for kind in KINDS) + " |",
-        "| ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS) + " |",
+            f"{kind} peak MiB (summed / largest one)" for kind in KINDS)
+        + " | JVM heap after full GC, MiB (first / largest / last) |",
+        "| ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS) + " | ---: |",
     ]
     for run in runs:
         cells = [f"{_mib(run.memory.summed[k])} / {_mib(run.memory.largest[k])} ({len(run.memory.processes[k])} "
                  f"process{'es' if len(run.memory.processes[k]) != 1 else ''})" for k in KINDS]
         lines.append(f"| {run.events:,} | {run.records:,} | {run.applied:,} | {run.batches} | {run.seconds:.0f} | "
-                     + " | ".join(cells) + " |")
+                     + " | ".join(cells) + f" | {_live(run.memory)} |")
     lines.append(SECTION_END)
     return "\n".join(lines)
 
@@ -217,6 +256,7 @@ def main() -> None:
     parser.add_argument("--format", choices=sorted(OPTIONS), default="canal-json")
     parser.add_argument("--batch-records", type=int, default=50_000)
     parser.add_argument("--interval", type=float, default=0.25)
+    parser.add_argument("--full-gc-every", type=float, default=60.0, help="seconds between forced full GCs")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take")
     parser.add_argument("--cache", default=str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                                                 / "cdclake" / "bench"))

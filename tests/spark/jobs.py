@@ -63,17 +63,20 @@ class Job:
                                target_namespace=self.target_namespace, max_batch_records=self.max_records,
                                on_bad_message=self.on_bad_message, **settings)
 
-    def write_toml(self, path: Path, captured: Path, warehouse: Path, master: str = "local[2]") -> Path:
-        """The job as a ``cdclake replicate --config`` file."""
+    def write_toml(self, path: Path, captured: Path, warehouse: Path, master: str = "local[2]",
+                   spark: Mapping[str, str] | None = None) -> Path:
+        """The job as a ``cdclake replicate --config`` file; ``spark``: Spark settings of its session."""
         def value(item: Any) -> str:
             return json.dumps(item)  # TOML's basic strings, integers and booleans are spelled as in JSON
 
-        options = ", ".join(f"{value(name)} = {value(item)}" for name, item in self.options.items())
+        def table(items: Mapping[str, Any]) -> str:
+            return "{ " + ", ".join(f"{value(name)} = {value(item)}" for name, item in items.items()) + " }"
+
         path.write_text("\n".join([
             "[source]", f"captured = {value(str(captured))}",
-            "[format]", f"name = {value(self.format_name)}", f"options = {{ {options} }}",
+            "[format]", f"name = {value(self.format_name)}", f"options = {table(self.options)}",
             "[lake]", f"warehouse = {value(str(warehouse))}", f"namespace = {value(self.namespace)}",
-            f"master = {value(master)}",
+            f"master = {value(master)}", f"spark = {table(spark or {})}",
             "[tables]", f"target-namespace = {value(self.target_namespace)}",
             "[batch]", f"max-records = {self.max_records}", f"on-bad-message = {value(self.on_bad_message)}",
             "",

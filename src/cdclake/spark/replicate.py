@@ -57,7 +57,7 @@ from cdclake.schema.evolution import (
     plan,
     quote,
 )
-from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
+from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, Source, plan_ranges
 from cdclake.spark import apply, killpoints, records
 from cdclake.spark.batches import run_batches
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
@@ -186,6 +186,7 @@ class Replicator:
         self.options = self.codec.resolve(config.format_options)
         self.watermarks = self.codec.has_watermarks(self.options)
         self.settings = apply.WriteSettings(config.write_mode)
+        self._paces = PaceTracker()
         self._include = re.compile(config.include) if config.include else None
         self._exclude = re.compile(config.exclude) if config.exclude else None
         catalog, namespace = config.catalog, config.namespace
@@ -216,7 +217,8 @@ class Replicator:
             _check_not_a_query_batch(state)
             ranges = state.plan
         else:
-            ranges = plan_ranges(extents, state.positions_map(), self.config.max_batch_records)
+            self._observe_paces(state)
+            ranges = plan_ranges(extents, state.positions_map(), self.config.max_batch_records, self._paces.paces())
             tail = finishing and self.config.unresolved_tail == "apply" and self.watermarks
             if not ranges and not (tail and not pending.isEmpty()):
                 return None
@@ -229,6 +231,12 @@ class Replicator:
         decoded = self._decode(ranges, state)
         self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, apply_all, report)
         return self._finished(report, state, extents, started)
+
+    def _observe_paces(self, state: JobState) -> None:
+        """Tell the planner how far each partition has got, in the order the format carries."""
+        for tp, position in state.positions.items():
+            self._paces.observe(tp, position.next_offset,
+                                position.watermark if self.watermarks else position.read_sequence)
 
     def apply_query_batch(self, frame: DataFrame, batch_id: int, app_id: str) -> BatchReport | None:
         """Apply batch ``batch_id`` of the streaming query ``app_id``: raw records (columns named as

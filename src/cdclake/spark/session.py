@@ -55,6 +55,12 @@ def build_session(
         "spark.pyspark.python": sys.executable,
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
+        # Without a UI, Spark's status store still keeps the last 1,000 SQL executions with their plan
+        # texts (a replication batch runs dozens): 40 MB of plan text was seen at 720 of them, in a
+        # driver heap of 1 GiB that a backlog's batches need. A long-running job needs only the latest.
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
         "spark.sql.shuffle.partitions": "4",
         **iceberg_conf(catalog, warehouse),
         **(conf or {}),
