@@ -91,7 +91,8 @@ _OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 _SNAPSHOT_TYPE = "INIT"
 
 
-# Top-level fields the events carry in their own attributes; every other one goes to meta.
+# Top-level fields the events carry in their own attributes; every other one goes to meta. (A row
+# message's are popped by name in CanalJsonDecoder._decode_rows.)
 _STRUCTURAL = frozenset(
     ("database", "table", "pkNames", "isDdl", "type", "sql", "sqlType", "mysqlType", "data", "old", "_tidb")
 )
@@ -619,30 +620,37 @@ class CanalJsonDecoder:
             raise _Invalid(f'"isDdl" must be true or false, got {_json_kind(is_ddl)}')
         op = _OPS.get(canal_type)
         if op is not None and not is_ddl:
-            self._decode_rows(message, op, origin, events)
+            self._decode_rows(message, canal_type, op, origin, events)
         elif is_ddl or canal_type in TICDC_DDL_TYPES:
             events.append(self._ddl(message, canal_type, _origin_at(origin, len(events))))
         elif canal_type == WATERMARK_TYPE:
             events.append(self._watermark(message, _origin_at(origin, len(events))))
         elif canal_type == _SNAPSHOT_TYPE:
-            self._decode_rows(message, Op.INSERT, origin, events)
+            self._decode_rows(message, canal_type, Op.INSERT, origin, events)
         else:
             raise _Invalid(
                 f"unknown type {canal_type!r}: expected INSERT, UPDATE, DELETE, {WATERMARK_TYPE}, "
                 f"or a DDL ({', '.join(TICDC_DDL_TYPES)}) with isDdl true"
             )
 
-    def _decode_rows(self, message: dict[str, Any], op: Op, origin: Origin, events: list[Event]) -> None:
-        data = message.get("data")
+    def _decode_rows(
+        self, message: dict[str, Any], canal_type: str, op: Op, origin: Origin, events: list[Event]
+    ) -> None:
+        # The fields the events hold in their own attributes are popped, not read: what is left of the
+        # message, which the decoder has just parsed and owns, is the events' meta.
+        pop = message.pop
+        data = pop("data", None)
         if data.__class__ is not list:
-            raise _Invalid(f'"data" of a {message["type"]} message must be an array of rows, got {_json_kind(data)}')
-        old = message.get("old") if op is Op.UPDATE else None
+            raise _Invalid(f'"data" of a {canal_type} message must be an array of rows, got {_json_kind(data)}')
+        old = pop("old", None)
+        if op is not Op.UPDATE:
+            old = None
         if old is not None and old.__class__ is not list:
             raise _Invalid(f'"old" of an UPDATE must be an array of rows, got {_json_kind(old)}')
         if old is not None and len(old) > len(data):
             raise _Invalid(f'"old" has {len(old)} rows for the {len(data)} of "data"')
-        table = message.get("table")
-        mysql_types = message.get("mysqlType")
+        table = pop("table", None)
+        mysql_types = pop("mysqlType", None)
         columns = self._table_columns(table, mysql_types)
         try:
             images = _images(op, data, old, columns)
@@ -650,13 +658,13 @@ class CanalJsonDecoder:
             columns = self._with_inferred_types(columns, data, old)
             images = _images(op, data, old, columns)
 
-        database = message.get("database")
+        database = pop("database", None)
         if database.__class__ is not str:
-            database = _name(message, "database")
+            database = _name(database, "database")
         if table.__class__ is not str:
-            table = _name(message, "table")
+            table = _name(table, "table")
 
-        pk_names = message.get("pkNames")
+        pk_names = pop("pkNames", None)
         last_keys = self._last_keys.get(table)
         if last_keys is not None and last_keys[0] == pk_names and pk_names.__class__ is list:
             key_columns = last_keys[1]
@@ -666,14 +674,18 @@ class CanalJsonDecoder:
                 if len(self._last_keys) >= _COLUMNS_CACHE_SIZE:
                     self._last_keys.clear()
                 self._last_keys[table] = (pk_names, key_columns)
-        tidb = message.get("_tidb")
+        tidb = pop("_tidb", None)
+        pop("type", None)
+        pop("isDdl", None)
+        pop("sql", None)
+        pop("sqlType", None)
+        meta = message
         large = None
-        meta = {field: value for field, value in message.items() if field not in _STRUCTURAL}
         if tidb is None:
             commit_ts = None
         else:
             if tidb.__class__ is not dict:
-                _tidb(message)  # raises
+                _tidb(tidb)  # raises
             commit_ts = tidb.get("commitTs")
             if not (commit_ts.__class__ is int and 0 <= commit_ts <= _U64_MAX):
                 commit_ts = _tso(tidb, "commitTs")
@@ -681,7 +693,7 @@ class CanalJsonDecoder:
                 large = _large_message(tidb)
                 if "rowkey" in tidb:
                     meta["rowkey"] = tidb["rowkey"]
-        if message["type"] == _SNAPSHOT_TYPE:
+        if canal_type == _SNAPSHOT_TYPE:
             meta["type"] = _SNAPSHOT_TYPE
         types = columns.types
         append = events.append
@@ -767,13 +779,13 @@ class CanalJsonDecoder:
         sql = message.get("sql")
         if sql.__class__ is not str or not sql.strip():
             raise _Invalid(f'a DDL message needs its statement in "sql", got {_json_kind(sql)}')
-        tidb = _tidb(message)
+        tidb = _tidb(message.get("_tidb"))
         meta = {field: value for field, value in message.items() if field not in _STRUCTURAL}
         meta["type"] = canal_type
         return Ddl(
             kind_of_ticdc_type(canal_type, sql),
-            _name(message, "database"),
-            _name(message, "table"),
+            _name(message.get("database"), "database"),
+            _name(message.get("table"), "table"),
             sql,
             commit_ts=_tso(tidb, "commitTs") if tidb is not None else None,
             origin=origin,
@@ -781,7 +793,7 @@ class CanalJsonDecoder:
         )
 
     def _watermark(self, message: dict[str, Any], origin: Origin) -> Watermark:
-        tidb = _tidb(message)
+        tidb = _tidb(message.get("_tidb"))
         ts = _tso(tidb, "watermarkTs") if tidb is not None else None
         if ts is None:
             raise _Invalid(f'a {WATERMARK_TYPE} message needs "_tidb": {{"watermarkTs": ...}}')
@@ -897,8 +909,8 @@ def _row_error(exc: Exception, converters: dict[str, Converter], field: str, ind
     return _Invalid(f"{field}[{index}] column {name!r}: {exc}")
 
 
-def _name(message: dict[str, Any], field: str) -> str:
-    value = message.get(field)
+def _name(value: Any, field: str) -> str:
+    """The message's top-level ``field``, given its ``value``, as a name."""
     if value.__class__ is str:
         return value
     if value is None:
@@ -914,8 +926,8 @@ def _key_columns(pk_names: Any) -> tuple[str, ...]:
     raise _Invalid(f'"pkNames" must be an array of column names, got {_json_kind(pk_names)}')
 
 
-def _tidb(message: dict[str, Any]) -> dict[str, Any] | None:
-    tidb = message.get("_tidb")
+def _tidb(tidb: Any) -> dict[str, Any] | None:
+    """The message's ``_tidb`` object, given its value."""
     if tidb is None or tidb.__class__ is dict:
         return tidb
     raise _Invalid(f'"_tidb" must be an object, got {_json_kind(tidb)}')

@@ -34,7 +34,7 @@ def compile_reader(names: Sequence[str], reads: Sequence[list[str]], scope: dict
     body = ["def read(image):", f"    {_unpack('v', len(names))} = image.values()"]
     for i, read in enumerate(reads):
         body += [f"    if v{i} is not None:", *(f"        {line}" for line in read)]
-    body.append(_result(names))
+    body += returned_image(names)
     reader: ImageReader = _function(body, "read", names, scope)
     return reader
 
@@ -65,7 +65,7 @@ def compile_old_reader(
         else:
             body += [f"        if type(v{i}) is {kind} and v{i} == n{i}:", f"            v{i} = a{i}", "        else:"]
             body += [f"            {line}" for line in read]
-    body.append(_result(names))
+    body += returned_image(names)
     reader: OldImageReader = _function(body, "read_old", names, scope)
     return reader
 
@@ -79,8 +79,18 @@ def _unpack(prefix: str, count: int) -> str:
     return "".join(f"{prefix}{i}, " for i in range(count)) or "()"
 
 
-def _result(names: Sequence[str]) -> str:
-    return "    return {" + ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names)) + "}"
+# CPython builds a dict display of constant keys in one instruction up to this many items, and a longer
+# one chunk by chunk, each chunk a dict merged into the first: dearer than storing the rest one by one
+# (a third dearer at 40 columns).
+_DISPLAYED_ITEMS = 16
+
+
+def returned_image(names: Sequence[str]) -> list[str]:
+    """The statements, in a function's body, that return the dict of ``names`` (in order) to the values
+    in variables ``v0``, ``v1`` ...."""
+    head = ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names[:_DISPLAYED_ITEMS]))
+    stores = [f"    decoded[{name!r}] = v{i}" for i, name in enumerate(names) if i >= _DISPLAYED_ITEMS]
+    return [f"    decoded = {{{head}}}", *stores, "    return decoded"]
 
 
 def _function(body: list[str], name: str, names: Sequence[str], scope: dict[str, Any]) -> Any:

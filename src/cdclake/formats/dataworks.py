@@ -203,21 +203,55 @@ class _Unusual(Exception):
     """A message the fast path does not take: the careful path reads it."""
 
 
-_a2b_base64 = binascii.a2b_base64
-
-
-def _a2b_strict(raw: str) -> bytes:
-    """binascii's strict base64 (a partial with a keyword argument costs twice the call)."""
-    return _a2b_base64(raw, strict_mode=True)
-
-
-# Readers by (DataWorks type, JSON value type) where a builtin gives what the careful reader gives, and
-# raises where it raises (a BYTES text outside base64 or ASCII; a DOUBLE integer past the float range).
-_FAST_READERS: Mapping[tuple[str, type], Callable[[Any], Any]] = {
-    (BYTES, str): _a2b_strict,
-    (BOOLEAN, bool): int,
-    (DOUBLE, int): float,
+# Statements that check the non-null value in variable ``{v}`` of a column of each DataWorks type and,
+# where it is not already its decoded value, store that under the column's name (the literal ``{n}``)
+# in ``image``: what the careful reader of the type returns, or a raise where that would (a BYTES text
+# outside base64 or ASCII, a DOUBLE integer past the float range); and anything the careful reader
+# refuses raises too. A DOUBLE that came as text is also kept in ``texts``.
+_INLINE_READS: Mapping[str, str] = {
+    STRING: "if type({v}) is not str: raise _Unusual",
+    # A float is a LONG past 64 bits that orjson rounded: the careful path reads it again, exactly.
+    LONG: "if type({v}) is not int: raise _Unusual",
+    DOUBLE: (
+        "if type({v}) is not float:\n"
+        "    if type({v}) is str:\n"
+        "        if texts is None: texts = {{}}\n"
+        "        texts[{n}] = {v}\n"
+        "    image[{n}] = _read_double({v})"
+    ),
+    DATE: "if type({v}) is not int or {v} not in _DATE_MS: raise _Unusual\nimage[{n}] = _EPOCH + _MILLISECOND * {v}",
+    BYTES: "if type({v}) is not str: raise _Unusual\nimage[{n}] = _a2b_base64({v}, strict_mode=True)",
+    BOOLEAN: "if {v} is True: image[{n}] = 1\nelif {v} is False: image[{n}] = 0\nelse: raise _Unusual",
 }
+_INLINE_SCOPE: Mapping[str, Any] = {
+    "_Unusual": _Unusual,
+    "_read_double": _read_double,
+    "_DATE_MS": _DATE_MS,
+    "_EPOCH": _EPOCH,
+    "_MILLISECOND": _MILLISECOND,
+    "_a2b_base64": binascii.a2b_base64,
+}
+# Reads an image's values in place, given its dict of the schema's columns in order; returns the DOUBLEs
+# that came as text, or None.
+_ImageReader = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def _compile_image_reader(kinds: Mapping[str, str]) -> _ImageReader:
+    """The reader of images whose columns are ``kinds``' names, in order: straight-line code that checks
+    each value's JSON type and converts the few that need it, with no loop or lookup per column. Column
+    names, which come from messages, appear in the code only as ``repr`` literals."""
+    body = ["def read(image):", f"    {''.join(f'v{i}, ' for i in range(len(kinds))) or '()'} = image.values()"]
+    body.append("    texts = None")
+    for i, (name, kind) in enumerate(kinds.items()):
+        body.append(f"    if v{i} is not None:")
+        body += [f"        {line}" for line in _INLINE_READS[kind].format(v=f"v{i}", n=repr(name)).splitlines()]
+    body.append("    return texts")
+    namespace = dict(_INLINE_SCOPE)
+    exec(compile("\n".join(body), "<dataworks image reader>", "exec"), namespace)
+    reader: _ImageReader = namespace["read"]
+    return reader
+
+
 # The kinds whose JSON value is already the decoded value, and its Python type.
 _PASSED_AS_IS: Mapping[str, type] = {STRING: str, LONG: int, DOUBLE: float}
 # For one pattern of an image's JSON value types: the values to read, and the DOUBLEs that came as text.
@@ -226,10 +260,11 @@ _Steps = tuple[tuple[tuple[str, Callable[[Any], Any]], ...], tuple[str, ...]]
 
 class _Table:
     """One table's ``schema.dataColumn`` and ``schema.primaryKey``, read once: each column's DataWorks
-    type and MySQL type, and which values of an image need converting, remembered per pattern of JSON
-    value types (an image's values are mostly already what they decode to)."""
+    type and MySQL type, the compiled reader of images of its columns in order (compiled when the fast
+    path first reads one), and for the careful path which values of an image need converting,
+    remembered per pattern of JSON value types."""
 
-    __slots__ = ("key_columns", "kinds", "order", "plans", "primary_key", "raw", "steps", "types")
+    __slots__ = ("fast_reader", "key_columns", "kinds", "order", "primary_key", "raw", "steps", "types")
     _MAX_PATTERNS = 64  # value patterns remembered per table; NULLs in many columns make many
 
     def __init__(self, raw: Any, primary_key: Any) -> None:
@@ -256,7 +291,7 @@ class _Table:
         self.order = tuple(kinds)
         self.types: Mapping[str, MySQLType] = MappingProxyType({n: MYSQL_TYPE_OF[k] for n, k in kinds.items()})
         self.steps: dict[tuple[type, ...], _Steps] = {}
-        self.plans: dict[tuple[type, ...], _Steps] = {}
+        self.fast_reader: _ImageReader | None = None
 
     def fast_image(self, container: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """:meth:`read_image` for the usual image: ``{"dataColumn": {...}}`` with the schema's columns in
@@ -272,30 +307,10 @@ class _Table:
             raise _Unusual
         # The same names, as orjson's key cache gives them: the next comparison is by identity.
         self.order = names
-        value_types = tuple(map(type, data.values()))
-        plan = self.plans.get(value_types)
-        if plan is None:
-            plan = self._plan(value_types)
-            if len(self.plans) < self._MAX_PATTERNS:
-                self.plans[value_types] = plan
-        reads, text_names = plan
-        texts = {name: data[name] for name in text_names} if text_names else None
-        for name, read in reads:
-            data[name] = read(data[name])
-        return data, texts
-
-    def _plan(self, value_types: tuple[type, ...]) -> _Steps:
-        """The fast readers of :meth:`fast_image` for one pattern of JSON value types: builtins where they
-        take exactly the values the careful reader does (their errors send the message to the careful path)."""
-        reads, text_names = [], []
-        kinds = self.kinds
-        for name, value_type in zip(self.order, value_types, strict=True):
-            kind = kinds[name]
-            if value_type is not _NONE and value_type is not _PASSED_AS_IS.get(kind):
-                reads.append((name, _FAST_READERS.get((kind, value_type)) or _READERS[kind]))
-                if kind == DOUBLE and value_type is str:
-                    text_names.append(name)
-        return tuple(reads), tuple(text_names)
+        reader = self.fast_reader
+        if reader is None:
+            reader = self.fast_reader = _compile_image_reader(self.kinds)
+        return data, reader(data)
 
     def read_image(self, container: Any, readers: _Readers, where: str) -> tuple[dict[str, Any], Any]:
         """An image's values (in the message's own dict), and the DOUBLEs that came as text (or None)."""

@@ -34,7 +34,7 @@ import orjson
 
 from cdclake.errors import DecodeError, EncodeError, OptionError, TypeParseError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool, parse_int
-from cdclake.formats.compiled import DATETIME_SHAPE, TIME_SHAPE
+from cdclake.formats.compiled import DATETIME_SHAPE, TIME_SHAPE, returned_image
 from cdclake.formats.compression import COMPRESSION_OPTION, compressor, decompressor
 from cdclake.model import (
     Ddl,
@@ -882,7 +882,7 @@ def _compile_shape(
     columns = "".join(f"c{i}, " for i in range(len(names)))
     check = [f"        if {' or '.join(checks)}:", "            return None"]
     catch = ["    except (KeyError, TypeError, ValueError, ArithmeticError, _Invalid):", "        return None"]
-    result = "    return {" + ", ".join(f"{name!r}: v{i}" for i, name in enumerate(names)) + "}"
+    result = returned_image(names)
     body = [
         "def values(image):",
         "    try:",
@@ -890,7 +890,7 @@ def _compile_shape(
         *check,
         *(f"        {line}" for line in lines),
         *catch,
-        result,
+        *result,
         "def old_values(image, new, new_values):",
         "    try:",
         f"        {columns}= image.values()",
@@ -898,7 +898,7 @@ def _compile_shape(
         *check,
         *(f"        {line}" for line in old_lines),
         *catch,
-        result,
+        *result,
     ]
     # The text is ours: column names appear in it only as repr literals.
     exec(compile("\n".join(body), f"<open protocol shape {names[:3]}...>", "exec"), namespace)
