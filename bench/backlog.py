@@ -41,6 +41,7 @@ import tempfile
 import threading
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,17 +120,21 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
+def _run_processes(marker: str) -> Iterator[tuple[int, str, str, dict[str, int]]]:
+    """The run's processes of a kind in :data:`KINDS`: pid, kind, command line in short, and status."""
+    for pid in _marked(marker):
+        status = _status_kb(pid)
+        described = _kind(pid, status["PPid"]) if status else None
+        if described is not None:
+            yield pid, *described, status
+
+
 def sample(marker: str, memory: Memory, stop: threading.Event, interval: float) -> None:
     """Until ``stop``: the run's processes' resident memory, summed per kind, and each one's high-water
     mark, kept at their peaks."""
     while not stop.is_set():
         summed: dict[str, int] = dict.fromkeys(KINDS, 0)
-        for pid in _marked(marker):
-            status = _status_kb(pid)
-            described = _kind(pid, status["PPid"]) if status else None
-            if described is None:
-                continue
-            kind, command = described
+        for pid, kind, command, status in _run_processes(marker):
             memory.processes[kind].add(pid)
             memory.each[pid] = (kind, command, max(status.get("VmHWM", 0), memory.each.get(pid, ("", "", 0))[2]))
             summed[kind] += status.get("VmRSS", 0)
@@ -144,9 +149,8 @@ def collect_garbage(marker: str, stop: threading.Event, every: float) -> None:
     """Until ``stop``: every ``every`` seconds, a full collection in each JVM of the run, so that its
     GC log shows what the heap holds live."""
     while not stop.wait(every):
-        for pid in _marked(marker):
-            status = _status_kb(pid)
-            if status and (_kind(pid, status["PPid"]) or ("",))[0] == "JVM":
+        for pid, kind, _, _ in _run_processes(marker):
+            if kind == "JVM":
                 subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120, check=False)
 
 
