@@ -517,9 +517,10 @@ def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: in
     lock = threading.Lock()
     merge = apply.merge_changes
 
-    def merge_and_keep(spark: Any, ident: str, schema: Any, net: Any, properties: Mapping[str, str]) -> None:
-        merge(spark, ident, schema, net, properties)
-        typed = apply.typed_source(net, schema)
+    def merge_and_keep(spark: Any, ident: str, schema: Any, net: Any, properties: Mapping[str, str],
+                       whole_images: bool = False) -> None:
+        merge(spark, ident, schema, net, properties, whole_images)
+        typed = apply.typed_source(net, schema, whole_images)
         # Checkpointed, not persisted: a persisted plan would be recomputed, decoding included, once the
         # batch unpersists the frames it was built from.
         rows = typed.filter("_op != 'delete'").drop("_op", "_absent").localCheckpoint(eager=True)
@@ -917,7 +918,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, default=cache_root(), help="where captured topics are kept")
     parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS.md", help="markdown file to update")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the session (repeatable), to try one")
     args = parser.parse_args(argv)
+    settings = dict(setting.split("=", 1) for setting in args.conf)
 
     stream = prepared_stream(args.format, args.events, args.cache)
     print(f"{stream.messages:,} messages, {stream.bytes / 1e6:,.0f} MB under {stream.root} "
@@ -929,7 +933,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         # The event log tells which Spark jobs each phase ran; the progress bars would only clutter the output.
         spark = build_session(MASTER, warehouse=Path(scratch) / "warehouse", conf={
             "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
-            "spark.ui.showConsoleProgress": "false"})
+            "spark.ui.showConsoleProgress": "false", **settings})
         spark.sparkContext.setLogLevel("ERROR")
         try:
             kafka_batch_records = None if args.no_kafka else args.kafka_batch_records

@@ -61,11 +61,14 @@ def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings:
     mode = settings.write_mode
     # No distribution for MERGE: the tables are not partitioned, so Iceberg's default (hash by
     # partition) would gather each MERGE's writes into one task; each task writes its own files instead.
+    # Position deletes by partition: by file (Iceberg's default) a MERGE writes one delete file for each
+    # data file it touches, and a mirror's updates touch most of its files, so each batch would write
+    # more files than the one before.
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {ident} ({columns}) USING iceberg TBLPROPERTIES ("
         f"'format-version'='2', 'write.merge.mode'='{mode}', 'write.update.mode'='{mode}', "
         f"'write.delete.mode'='{mode}', 'write.merge.distribution-mode'='none', "
-        f"'{KEY_PROPERTY}'={sql_string(','.join(schema.key_columns))})"
+        f"'write.delete.granularity'='partition', '{KEY_PROPERTY}'={sql_string(','.join(schema.key_columns))})"
     )
 
 
@@ -97,25 +100,34 @@ def net_changes(changes: DataFrame, groups: Sequence[str] = ()) -> DataFrame:
             .select(*groups, F.col("c.k").alias("_key"), F.col("c.op").alias("_op"), F.col("c.image").alias("_image")))
 
 
-def typed_source(net: DataFrame, schema: TableSchema) -> DataFrame:
-    """The net changes with the table's columns typed, and ``_absent``: the columns an image lacks."""
+def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False) -> DataFrame:
+    """The net changes with the table's columns typed, and, unless every image holds every column
+    (``whole_images``), ``_absent``: the columns an image lacks."""
     from pyspark.sql import functions as F
 
     parsed = net.withColumn("_m", F.from_json("_image", "map<string,string>"))
     columns = [F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns]
+    if whole_images:
+        return parsed.select(F.col("_op"), *columns)
     names = ", ".join(sql_string(c.name) for c in schema.columns)
     absent = F.expr(f"filter(array({names}), x -> NOT map_contains_key(_m, x))").alias("_absent")
     return parsed.select(F.col("_op"), absent, *columns)
 
 
-def merge_statement(target: str, source: str, schema: TableSchema) -> str:
+def merge_statement(target: str, source: str, schema: TableSchema, whole_images: bool = False) -> str:
+    """The MERGE of ``source``, :func:`typed_source`'s rows, into ``target``. An update keeps the
+    target's value of a column its image lacks; with ``whole_images`` it sets every column from the
+    source, so the target's rows need only their keys read."""
     keys = schema.key_columns or tuple(c.name for c in schema.columns)
     on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
-    sets = ", ".join(
-        f"t.{quote(c.name)} = CASE WHEN array_contains(s._absent, {sql_string(c.name)}) "
-        f"THEN t.{quote(c.name)} ELSE s.{quote(c.name)} END"
-        for c in schema.columns
-    )
+    if whole_images:
+        sets = ", ".join(f"t.{quote(c.name)} = s.{quote(c.name)}" for c in schema.columns)
+    else:
+        sets = ", ".join(
+            f"t.{quote(c.name)} = CASE WHEN array_contains(s._absent, {sql_string(c.name)}) "
+            f"THEN t.{quote(c.name)} ELSE s.{quote(c.name)} END"
+            for c in schema.columns
+        )
     names = ", ".join(quote(c.name) for c in schema.columns)
     values = ", ".join(f"s.{quote(c.name)}" for c in schema.columns)
     return (
@@ -127,12 +139,14 @@ def merge_statement(target: str, source: str, schema: TableSchema) -> str:
 
 
 def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, net: DataFrame,
-                  properties: Mapping[str, str]) -> None:
-    """MERGE ``net``, the net change per key of this table (:func:`net_changes`), into ``ident``."""
+                  properties: Mapping[str, str], whole_images: bool = False) -> None:
+    """MERGE ``net``, the net change per key of this table (:func:`net_changes`), into ``ident``;
+    ``whole_images`` if every image of an insert or update in it holds every column of ``schema``."""
     view = f"cdclake_merge_{uuid.uuid4().hex}"
-    typed_source(net, schema).createOrReplaceTempView(view)
+    typed_source(net, schema, whole_images).createOrReplaceTempView(view)
+    statement = merge_statement(ident, view, schema, whole_images)
     try:
-        with_commit_properties(spark, properties, lambda: spark.sql(merge_statement(ident, view, schema)))
+        with_commit_properties(spark, properties, lambda: spark.sql(statement))
     finally:
         spark.catalog.dropTempView(view)
 

@@ -10,7 +10,9 @@ kind       what the record holds
 ========== ==================================================================================
 row        op, database, table, commit_ts, sequence, key (JSON array of the key's texts), old_key
            (the before key of an update that changed it), key_columns, columns (JSON object of
-           column name to MySQL type text), before/after (JSON objects of lake texts)
+           column name to MySQL type text), before/after (JSON objects of lake texts); ``reason``
+           ``partial`` when the after image lacks a column ``columns`` names (the MERGE then keeps
+           the table's value of it), else null
 ddl        database, table, commit_ts and ``event``: the Ddl as :mod:`cdclake.eventjson` writes it
 bootstrap  database, table and ``event``: the table's schema
 watermark  commit_ts: the resolved ts this partition announces
@@ -180,6 +182,7 @@ class ChangeWriter:
         columns, texts = self._images.plan(row.types)
         before = self._images.image(row.before, texts)
         after = self._images.image(row.after, texts)
+        partial = row.after is not None and not after.keys() >= texts.keys()
         key = _key_text(after or before, row.key_columns)
         old_key = _key_text(before, row.key_columns) if before and after else None
         self.add(
@@ -196,6 +199,7 @@ class ChangeWriter:
             columns=columns,
             before=orjson.dumps(before).decode() if row.before is not None else None,
             after=orjson.dumps(after).decode() if row.after is not None else None,
+            reason="partial" if partial else None,
         )
 
     def add_error(self, message: RawMessage, reason: str) -> None:

@@ -157,11 +157,19 @@ class BatchReport:
 
 @dataclass
 class _Segment:
-    """A table's changes between two of its DDLs; ``columns`` the column sets its rows carry."""
+    """A table's changes between two of its DDLs; ``columns`` the column sets its rows carry, ``partial``
+    whether an after image lacks a column its row's set names."""
 
     index: int
     changes: int = 0
     columns: list[tuple[dict[str, str], list[str]]] = field(default_factory=list)
+    partial: bool = False
+
+    def whole_images(self, schema: TableSchema) -> bool:
+        """Whether every image of an insert or update holds every column of ``schema``, the table's
+        schema these rows meet (it may have columns rows of an older schema lack)."""
+        names = {c.name for c in schema.columns}
+        return not self.partial and all(names <= columns.keys() for columns, _ in self.columns)
 
 
 @dataclass
@@ -528,6 +536,8 @@ class Replicator:
     def _plan_tables(self, applicable: DataFrame, facts: _Facts, state: JobState, resolved: int | None
                      ) -> dict[tuple[str, str], _TableWork]:
         """The DDLs, and the column sets of rows, of each table in this batch (small: collected)."""
+        from pyspark.sql import functions as F
+
         work: dict[tuple[str, str], _TableWork] = {}
         ddl_rows = applicable.filter("kind = 'ddl'").orderBy("commit_ts", "timestamp_ms", "partition", "offset")
         for row in ddl_rows.collect():
@@ -536,13 +546,16 @@ class Replicator:
             position = self._position_of(row)
             for key in self._tables_of(ddl, state, work):
                 work.setdefault(key, _TableWork(key)).ddls.append((position or 0, ddl))
+        partial = F.max(F.col("reason").eqNullSafe("partial")).alias("partial")
         groups = (self._segmented_rows(applicable, work)
-                  .groupBy("database", "table", "_segment", "columns", "key_columns").count().collect())
+                  .groupBy("database", "table", "_segment", "columns", "key_columns")
+                  .agg(F.count("*").alias("count"), partial).collect())
         for row in groups:
             key = (row["database"], row["table"])
             segments = work.setdefault(key, _TableWork(key)).segments
             segment = segments.setdefault(row["_segment"], _Segment(row["_segment"]))
             segment.changes += row["count"]
+            segment.partial = segment.partial or row["partial"]
             segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
         # The newest schema the resolved ts allows, where the batch read several.
         for schema in sorted(facts.bootstraps, key=lambda b: b.version or 0, reverse=True):
@@ -653,7 +666,8 @@ class Replicator:
             if (batch, step) > done:
                 properties = self._properties(batch, step, resolved)
                 apply.merge_changes(self.spark, known.lake_table, known.schema,
-                                    table_net.filter(F.col("_segment") == index), properties)
+                                    table_net.filter(F.col("_segment") == index), properties,
+                                    segment.whole_images(known.schema))
                 killpoints.reached("table-merged")
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
