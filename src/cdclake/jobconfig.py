@@ -34,6 +34,7 @@
     write-mode = "merge-on-read"             # or "copy-on-write"
     parallel-tables = 4
     schema-wait-s = 600                      # how long a Simple row may wait for its schema (upstream time)
+    expire-snapshots-every-s = 3600          # Iceberg's expire_snapshots on the job's tables (0: never)
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ _SECTIONS: dict[str, set[str]] = {
     "lake": {"warehouse", "catalog", "namespace", "master", "spark"},
     "tables": {"include", "exclude", "target-namespace", "mapping"},
     "batch": {"max-records", "interval-s", "unresolved-tail", "on-bad-message", "incompatible-type-change",
-              "fill-added-columns", "write-mode", "parallel-tables", "schema-wait-s"},
+              "fill-added-columns", "write-mode", "parallel-tables", "schema-wait-s", "expire-snapshots-every-s"},
 }
 
 
@@ -130,6 +131,7 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
         write_mode=batch.get("write-mode", "merge-on-read"),
         parallel_tables=int(batch.get("parallel-tables", 4)),
         schema_wait_s=float(batch.get("schema-wait-s", 600.0)),
+        expire_snapshots_every_s=float(batch.get("expire-snapshots-every-s", 3600.0)),
     )
     master = lake.get("master", "local[2]")
     return JobSettings(

@@ -136,3 +136,25 @@ def test_replaying_every_range_changes_nothing(spark: Any, tmp_path: Path) -> No
     assert spark.table(f"`lake`.`{config.namespace}`.`changelog`").count() == before
 
 
+
+
+def test_snapshots_expire_as_each_tables_retention_says(spark: Any, tmp_path: Path) -> None:
+    """Expiry after every batch: the state table, told to keep snapshots 1 ms, keeps only its newest;
+    the changelog keeps its own (Iceberg's default retention: 5 days); the tables are still right.
+    Canal-JSON without watermarks, so that every batch applies changes."""
+    case = "canal-json-plain"
+    workload, stream = _stream(case, duplicates=0)
+    write_captured(stream, tmp_path, stream.topic)
+    base, lake_name = _namespaced("expiry")
+    config = ReplicateConfig(_format(case), stream.codec_options, namespace=base.namespace,
+                             target_namespace=base.target_namespace, max_batch_records=len(stream) // 3 + 1,
+                             expire_snapshots_every_s=1e-9)
+    replicator = Replicator(spark, CapturedTopics(tmp_path), config)
+    state_table = f"`lake`.`{config.namespace}`.`state`"
+    spark.sql(f"ALTER TABLE {state_table} SET TBLPROPERTIES ('history.expire.max-snapshot-age-ms'='1')")
+    reports = replicator.run(once=True)
+    assert sum(report.changes_applied > 0 for report in reports) >= 2
+    assert spark.sql(f"SELECT * FROM {state_table}.snapshots").count() == 1
+    changelog_snapshots = spark.sql(f"SELECT * FROM `lake`.`{config.namespace}`.`changelog`.snapshots").count()
+    assert changelog_snapshots == sum(report.changes_applied > 0 for report in reports)
+    _assert_equal(spark, workload.oracle().carried(_format(case), stream.codec_options).tables, lake_name)

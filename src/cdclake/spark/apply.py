@@ -151,6 +151,12 @@ def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, net: Dat
         spark.catalog.dropTempView(view)
 
 
+def expire_snapshots(spark: SparkSession, catalog: str, ident: str) -> None:
+    """Iceberg's ``expire_snapshots`` on ``ident`` (a table of ``catalog``), with the table's own
+    retention properties, deleting the files no snapshot left holds."""
+    spark.sql(f"CALL {quote(catalog)}.system.expire_snapshots(table => {sql_string(ident)})")
+
+
 def truncate(spark: SparkSession, ident: str, properties: Mapping[str, str]) -> None:
     with_commit_properties(spark, properties, lambda: spark.sql(f"DELETE FROM {ident} WHERE true"))
 

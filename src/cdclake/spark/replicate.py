@@ -123,6 +123,7 @@ class ReplicateConfig:
     write_mode: str = "merge-on-read"
     parallel_tables: int = 4
     schema_wait_s: float = 600.0
+    expire_snapshots_every_s: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.unresolved_tail not in TAIL_CHOICES:
@@ -133,6 +134,9 @@ class ReplicateConfig:
             raise OptionError(f"max-batch-records={self.max_batch_records}: must be at least 1")
         if self.schema_wait_s < 0:
             raise OptionError(f"schema-wait-s={self.schema_wait_s}: must not be negative")
+        if self.expire_snapshots_every_s < 0:
+            raise OptionError(f"expire-snapshots-every-s={self.expire_snapshots_every_s}: must not be negative "
+                              "(0: never)")
         for name, pattern in (("include", self.include), ("exclude", self.exclude)):
             if pattern is not None:
                 try:
@@ -195,6 +199,7 @@ class Replicator:
         self.watermarks = self.codec.has_watermarks(self.options)
         self.settings = apply.WriteSettings(config.write_mode)
         self._paces = PaceTracker()
+        self._expired_at = time.monotonic()
         self._include = re.compile(config.include) if config.include else None
         self._exclude = re.compile(config.exclude) if config.exclude else None
         catalog, namespace = config.catalog, config.namespace
@@ -238,6 +243,7 @@ class Replicator:
         apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
         decoded = self._decode(ranges, state)
         self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, apply_all, report)
+        self._expire_snapshots_if_due(state)
         return self._finished(report, state, extents, started)
 
     def _observe_paces(self, state: JobState) -> None:
@@ -291,6 +297,7 @@ class Replicator:
             self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, False, report)
         finally:
             frame.unpersist()
+        self._expire_snapshots_if_due(state)
         return self._finished(report, state, extents, started)
 
     @staticmethod
@@ -300,6 +307,23 @@ class Replicator:
                       for tp, extent in extents.items()}
         report.seconds = time.monotonic() - started
         return report
+
+    def _expire_snapshots_if_due(self, state: JobState) -> None:
+        """Iceberg's snapshot expiry for every table the job writes, as each table's own
+        ``history.expire.*`` properties say (Iceberg's defaults: older than 5 days, the newest always
+        kept; the state table's: older than an hour), once per ``expire_snapshots_every_s``. Each batch
+        commits a snapshot to every table it touches: unexpired, a long-running job's table metadata,
+        rewritten at each commit, and the files only old snapshots hold (the state table is replaced
+        each batch) would grow without bound."""
+        every = self.config.expire_snapshots_every_s
+        if not every or time.monotonic() - self._expired_at < every:
+            return
+        tables = [self._system(name) for name in ("state", "changelog", "dead_letters")]
+        for known in state.tables.values():
+            tables.append(known.lake_table)
+        for table in tables:
+            apply.expire_snapshots(self.spark, self.config.catalog, table)
+        self._expired_at = time.monotonic()
 
     # --- one batch ------------------------------------------------------------------------------------
 

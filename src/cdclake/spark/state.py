@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 STATE_DDL = f"`state` string, `batch` bigint, `end_offset` bigint, {CHANGE_DDL}"
 STATE_NAMES = ("state", "batch", "end_offset", *CHANGE_NAMES)
 BATCH_PROPERTY = "cdclake.batch"
+# The job reads only the state's newest snapshot; older ones are kept an hour, for a look after trouble.
+STATE_SNAPSHOT_AGE_MS = 3_600_000
 
 
 @dataclass
@@ -96,7 +98,7 @@ def ensure_state_table(spark: SparkSession, catalog: str, namespace: str) -> Non
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{namespace}`")
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {state_table(catalog, namespace)} ({STATE_DDL}) USING iceberg "
-        "TBLPROPERTIES ('format-version'='2')"
+        f"TBLPROPERTIES ('format-version'='2', 'history.expire.max-snapshot-age-ms'='{STATE_SNAPSHOT_AGE_MS}')"
     )
 
 
