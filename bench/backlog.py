@@ -15,13 +15,14 @@ their command line:
 
 A fork of the JVM that has not yet executed its command (Hadoop's local file system runs ``chmod`` and
 the like) shows the JVM's memory as its own and is left out. For each kind it reports the peak of the
-summed resident memory over the samples (pages the daemon's forked workers share count once per
-worker), and the largest high-water mark of one process. Memory that does not grow with the backlog
-is the same at every size; the JVM's heap is capped by Spark's default ``spark.driver.memory`` (1g)
-whatever the backlog, so its resident memory says only how much of the cap it touched. What the JVM
-really holds is its heap after a full collection: every ``--full-gc-every`` seconds the script asks
-the JVM for one (``jcmd <pid> GC.run``), and the JVM logs each collection (``-Xlog:gc``); the figures
-are the live heap after the first, the largest and the last of them. Run from the repository root::
+summed resident memory over the samples (pages the daemon's forked workers share count once per worker),
+and the largest high-water mark of one process. Memory that does not grow with the backlog is the same
+at every size; the JVM's heap is capped by the ``spark.driver.memory`` session.py gives a local driver
+(``LOCAL_DRIVER_MEMORY``) whatever the backlog, so its resident memory says only how much of the cap it
+touched. What the JVM really holds is its heap after a full collection: every ``--full-gc-every``
+seconds the script asks the JVM for one (``jcmd <pid> GC.run``), and the JVM logs each collection
+(``-Xlog:gc``); the figures are the live heap after the first, the largest and the last of them. Run
+from the repository root::
 
     nice -n 19 python3 bench/backlog.py --events 100000 300000
 
@@ -52,6 +53,7 @@ from benchmarks_md import write_section  # noqa: E402  (bench/ is on the path wh
 from decode import load_average, machine  # noqa: E402
 from replicate import OPTIONS, PARTITIONS, prepared_stream  # noqa: E402
 
+from cdclake.spark.session import LOCAL_DRIVER_MEMORY  # noqa: E402
 from tests.spark.crashing import run_replicate  # noqa: E402
 from tests.spark.jobs import Job  # noqa: E402
 
@@ -233,8 +235,8 @@ def section(args: argparse.Namespace, runs: list[Measured], loads: tuple[str, st
         + (f" --format {args.format}" if args.format != "canal-json" else "")
         + (f" --batch-records {args.batch_records}" if args.batch_records != 50_000 else "") + "`  ",
         f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {machine()}; `cdclake replicate --once` with `local[2]` and Spark's default driver memory "
-        "(the JVM's heap capped at `-Xmx1g`); "
+        f"Machine: {machine()}; `cdclake replicate --once` with `local[2]` and the driver memory session.py "
+        f"gives a local driver (the JVM's heap capped at `-Xmx{LOCAL_DRIVER_MEMORY}`); "
         f"load average {loads[0]} (1 min) at the start, {loads[1]} at the end (the machine is shared)  ",
         f"Workload: bench/replicate.py's, in {args.format} on {PARTITIONS} partitions, replicated from its "
         f"captured topic in batches of at most {args.batch_records:,} records; resident memory sampled every "

@@ -782,7 +782,7 @@ def batches_table(run: RunResult) -> str:
     return "\n".join(lines)
 
 
-def report(command: str, stream: CapturedStream, measured: Measured, loads: tuple[str, str]) -> str:
+def report(command: str, stream: CapturedStream, measured: Measured, loads: tuple[str, str], driver_memory: str) -> str:
     files = measured.runs[0]
     versions = ", ".join(f"{name} {metadata.version(name)}" for name in ("pyspark", "confluent-kafka"))
     spec = stream.spec
@@ -814,8 +814,8 @@ def report(command: str, stream: CapturedStream, measured: Measured, loads: tupl
         "",
         f"Command: `{command}`  ",
         f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {machine()}; Spark `{MASTER}`, default driver memory; load average {loads[0]} (1 min) at the "
-        f"start, {loads[1]} at the end  ",
+        f"Machine: {machine()}; Spark `{MASTER}`, driver memory {driver_memory}; load average {loads[0]} (1 min) "
+        f"at the start, {loads[1]} at the end  ",
         f"Python {platform.python_version()}, {versions}, librdkafka {_librdkafka()}, Iceberg {ICEBERG_VERSION}  ",
         f"Workload: `WorkloadSpec(seed={spec.seed}, tables={spec.tables}, transactions={spec.transactions}, "
         f"rows_per_transaction={spec.rows_per_transaction})` with its DDL, as `{stream.format_name}` "
@@ -935,6 +935,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
             "spark.ui.showConsoleProgress": "false", **settings})
         spark.sparkContext.setLogLevel("ERROR")
+        driver_memory = spark.sparkContext.getConf().get("spark.driver.memory", "1g (Spark's default)")
         try:
             kafka_batch_records = None if args.no_kafka else args.kafka_batch_records
             measured = measure(spark, stream, args.max_batch_records, kafka_batch_records, args.verify)
@@ -942,7 +943,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             spark.stop()
         measured.activity = spark_activity(events)
     command = "python3 bench/replicate.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
-    section = report(command, stream, measured, (loads_start, load_average()))
+    section = report(command, stream, measured, (loads_start, load_average()), driver_memory)
     print(section)
     if not args.no_write:
         write_section(args.output, section, SECTION_START, SECTION_END)

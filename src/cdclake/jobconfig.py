@@ -25,7 +25,7 @@
     mapping = { "shop.orders" = "sales.orders" }
 
     [batch]
-    max-records = 200000
+    max-records = 500000
     interval-s = 5
     unresolved-tail = "keep"                 # or "apply"
     on-bad-message = "dead-letter"           # or "fail"
@@ -49,7 +49,7 @@ from cdclake.errors import OptionError
 from cdclake.schema.evolution import EvolutionPolicy
 from cdclake.sources import open_source
 from cdclake.sources.ranges import Source
-from cdclake.spark.replicate import ReplicateConfig
+from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig
 
 _SECTIONS: dict[str, set[str]] = {
     "source": {"captured", "kafka", "topics", "topic-pattern"},
@@ -123,7 +123,7 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
         exclude=tables.get("exclude"),
         table_mapping=dict(tables.get("mapping", {})),
         target_namespace=tables.get("target-namespace", "{database}"),
-        max_batch_records=int(batch.get("max-records", 200_000)),
+        max_batch_records=int(batch.get("max-records", DEFAULT_MAX_BATCH_RECORDS)),
         unresolved_tail=batch.get("unresolved-tail", "keep"),
         on_bad_message=batch.get("on-bad-message", "dead-letter"),
         evolution=EvolutionPolicy(incompatible_type_change=batch.get("incompatible-type-change", "fail"),

@@ -17,7 +17,7 @@ from typing import Any
 
 from cdclake.model import RowChange
 from cdclake.sources.captured import CapturedTopics
-from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
+from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, ReplicateConfig, Replicator
 from cdclake.spark.verify import compare_tables
 from cdclake.workload import Stream, TableState
 from tests.spark.streams import Malformed, Partitions, decoded_in_order
@@ -40,7 +40,7 @@ class Job:
     prefix: str
     format_name: str
     options: Mapping[str, Any] = field(default_factory=dict)
-    max_records: int = 200_000
+    max_records: int = DEFAULT_MAX_BATCH_RECORDS
     on_bad_message: str = "dead-letter"
 
     @property

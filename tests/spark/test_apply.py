@@ -1,6 +1,6 @@
 """One table's MERGE (cdclake.spark.apply): an update whose image lacks a column keeps the table's value
-of it, and the MERGE for whole images (which reads only the target's keys) gives the same table as the
-general one when every image is whole."""
+of it, the MERGE for whole images (which reads only the target's keys) gives the same table as the
+general one when every image is whole, and appending to a table with no rows gives what the MERGE would."""
 
 from __future__ import annotations
 
@@ -93,3 +93,18 @@ def test_a_merge_writes_one_delete_file_however_many_data_files_it_touches(spark
     summary = spark.sql(f"SELECT summary FROM {ident}.snapshots ORDER BY committed_at DESC LIMIT 1").first()["summary"]
     # Rows 1 and 4 were written by different INSERTs, so they are in different data files.
     assert (summary["added-position-deletes"], summary["added-delete-files"]) == ("2", "1")
+
+
+def test_appending_to_a_new_table_gives_what_the_merge_gives(spark: Any) -> None:
+    changes = ((1, "update", {"id": "1", "name": "uno"}),  # lacks price: null, as a MERGE inserts it
+               (2, "delete", {"id": "2", "name": "two", "price": "2.50"}),
+               (4, "insert", {"id": "4", "name": None, "price": "4.00"}))
+    merged, appended = f"lake.apply_test.t{next(_tables)}", f"lake.apply_test.t{next(_tables)}"
+    for ident in (merged, appended):
+        apply.create_table(spark, ident, SCHEMA, apply.WriteSettings())
+    assert not apply.has_snapshots(spark, appended)
+    apply.merge_changes(spark, merged, SCHEMA, _net(spark, *changes), {})
+    apply.append_changes(spark, appended, SCHEMA, _net(spark, *changes), {apply.BATCH_PROPERTY: "7"})
+    assert _rows(spark, appended) == _rows(spark, merged) == [(1, "uno", None), (4, None, "4.00")]
+    assert apply.has_snapshots(spark, appended)
+    assert apply.last_step(spark, appended) == (7, 0)

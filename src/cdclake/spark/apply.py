@@ -151,6 +151,23 @@ def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, net: Dat
         spark.catalog.dropTempView(view)
 
 
+def append_changes(spark: SparkSession, ident: str, schema: TableSchema, net: DataFrame,
+                   properties: Mapping[str, str]) -> None:
+    """What :func:`merge_changes` does to a table with no rows: the inserts and updates appended (a
+    delete finds nothing to delete; a column an image lacks is null, as the MERGE inserts it),
+    without reading the target or joining."""
+    writer = (typed_source(net, schema, whole_images=True).filter("_op != 'delete'")
+              .select(*(quote(c.name) for c in schema.columns)).writeTo(ident))
+    for key, value in properties.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    writer.append()
+
+
+def has_snapshots(spark: SparkSession, ident: str) -> bool:
+    """Whether anything was ever committed to ``ident``'s rows (a new table has no snapshot)."""
+    return bool(spark.sql(f"SELECT 1 FROM {ident}.snapshots LIMIT 1").collect())
+
+
 def expire_snapshots(spark: SparkSession, catalog: str, ident: str) -> None:
     """Iceberg's ``expire_snapshots`` on ``ident`` (a table of ``catalog``), with the table's own
     retention properties, deleting the files no snapshot left holds."""

@@ -97,6 +97,13 @@ class SchemaWaitError(CdclakeError):
     """A row has waited for its table's schema longer than ``schema_wait_s`` allows."""
 
 
+# Each batch pays several seconds of fixed costs (Spark jobs, commits, a MERGE per table) whatever its
+# size, so a backlog replicates faster in larger batches (BENCHMARKS.md compares 200,000 and 500,000).
+# A task decodes one partition's share of a batch and Spark caches it: 1,100,000 records over 8
+# partitions ran out of a 1 GiB heap, hence the larger heap session.py gives a local driver.
+DEFAULT_MAX_BATCH_RECORDS = 500_000
+
+
 @dataclass(frozen=True)
 class ReplicateConfig:
     """What ``cdclake replicate`` does, whatever the source.
@@ -116,7 +123,7 @@ class ReplicateConfig:
     exclude: str | None = None
     table_mapping: Mapping[str, str] = field(default_factory=dict)
     target_namespace: str = "{database}"
-    max_batch_records: int = 200_000
+    max_batch_records: int = DEFAULT_MAX_BATCH_RECORDS
     unresolved_tail: str = "keep"
     on_bad_message: str = "dead-letter"
     evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
@@ -670,6 +677,8 @@ class Replicator:
 
         key = work.key
         known = state.tables.get(key)
+        # A table new to the job may have no rows yet: then its first changes are appended, not merged.
+        maybe_empty = known is None
         if known is None and work.bootstrap is not None:
             known = self._create(key, work.bootstrap)
         done = apply.last_step(self.spark, known.lake_table) if recovering and known is not None and apply.table_exists(
@@ -689,10 +698,14 @@ class Replicator:
             step += 1
             if (batch, step) > done:
                 properties = self._properties(batch, step, resolved)
-                apply.merge_changes(self.spark, known.lake_table, known.schema,
-                                    table_net.filter(F.col("_segment") == index), properties,
-                                    segment.whole_images(known.schema))
+                segment_net = table_net.filter(F.col("_segment") == index)
+                if maybe_empty and not apply.has_snapshots(self.spark, known.lake_table):
+                    apply.append_changes(self.spark, known.lake_table, known.schema, segment_net, properties)
+                else:
+                    apply.merge_changes(self.spark, known.lake_table, known.schema, segment_net, properties,
+                                        segment.whole_images(known.schema))
                 killpoints.reached("table-merged")
+            maybe_empty = False
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
             _register(state, work.key, known, resolved)
