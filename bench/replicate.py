@@ -24,10 +24,13 @@ source of the code that makes the bytes. In one Spark session (``local[2]``), in
    once more in Kafka's batches, and the source is the only difference between those two runs. The
    cluster is made through librdkafka's C API, because only that creates a topic of eight partitions.
 5. **Plain append**: one more replication from files (not timed) keeps, for each of its MERGEs, the
-   rows the MERGE inserts or updates (the net change per key, typed, deletes left out), materialized;
-   then each is appended with ``writeTo(...).append()`` into a fresh table of its columns: as many
-   statements as MERGEs, writing the same rows, a batch's tables in parallel as the replication
-   applies them. What the MERGE costs beyond it is finding and replacing the rows already there.
+   net change records it was given and the rows it inserts or updates (the net change per key, typed,
+   deletes left out), both materialized; then each MERGE's rows are appended with
+   ``writeTo(...).append()`` into a fresh table of its columns: as many statements as MERGEs, writing
+   the same rows, a batch's tables in parallel as the replication applies them. Twice: typing the rows
+   from the net change records as the MERGE types its source (so only the write differs: what the
+   MERGE costs beyond it is finding and replacing the rows already there), and from the rows typed
+   beforehand.
 
 The pipeline's phases are timed by wrapping its functions for the run (``load_state``,
 ``append_plan``, ``_Facts.of``, ``Replicator._plan_tables`` ...; ``cdclake.spark.apply.merge_changes``
@@ -508,11 +511,20 @@ class NetRows:
     batch: int
     lake_table: str
     rows: Any  # a checkpointed DataFrame of the table's columns
+    records: Any  # the net change records the MERGE was given, checkpointed
+    schema: Any
+    whole_images: bool
+
+    def typed_at_append(self) -> Any:
+        """The rows typed from the net change records, as the MERGE types its source."""
+        return apply.typed_source(self.records, self.schema, self.whole_images).filter("_op != 'delete'").drop(
+            "_op", "_absent")
 
 
 def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: int) -> list[NetRows]:
-    """A replication of the stream (not timed) that keeps, for each MERGE, the rows it inserts or updates:
-    the net change per key, typed as the MERGE's source, deletes left out, materialized."""
+    """A replication of the stream (not timed) that keeps, for each MERGE, the rows it inserts or updates
+    (the net change per key, typed as the MERGE's source, deletes left out) and the net change records
+    it was given, both materialized."""
     kept: list[NetRows] = []
     lock = threading.Lock()
     merge = apply.merge_changes
@@ -524,18 +536,21 @@ def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: in
         # Checkpointed, not persisted: a persisted plan would be recomputed, decoding included, once the
         # batch unpersists the frames it was built from.
         rows = typed.filter("_op != 'delete'").drop("_op", "_absent").localCheckpoint(eager=True)
+        records = net.localCheckpoint(eager=True)
         with lock:
-            kept.append(NetRows(int(properties[apply.BATCH_PROPERTY]), ident, rows))
+            kept.append(NetRows(int(properties[apply.BATCH_PROPERTY]), ident, rows, records, schema, whole_images))
 
     with mock.patch.object(apply, "merge_changes", merge_and_keep):
         Replicator(spark, stream.source, _config(stream, "netrows", max_batch_records)).run(once=True)
     return kept
 
 
-def plain_append(spark: Any, merges: Sequence[NetRows], name: str, parallel: int) -> AppendResult:
+def plain_append(spark: Any, merges: Sequence[NetRows], name: str, parallel: int, typing: bool) -> AppendResult:
     """Each MERGE's rows appended into a fresh table of its columns, one append per MERGE: the same
     statements writing the same rows, without finding the rows they replace. A batch's appends run
-    ``parallel`` at a time, as the replication applies tables; batches one after the other."""
+    ``parallel`` at a time, as the replication applies tables; batches one after the other. With
+    ``typing`` each append types its rows from the MERGE's net change records, as the MERGE does; else
+    it writes the rows typed beforehand."""
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{CATALOG}`.`{name}`")
     intervals = []
     for batch in sorted({merged.batch for merged in merges}):
@@ -543,15 +558,13 @@ def plain_append(spark: Any, merges: Sequence[NetRows], name: str, parallel: int
         for index, merged in enumerate(m for m in merges if m.batch == batch):
             target = f"`{CATALOG}`.`{name}`.`b{batch}_{index}`"
             merged.rows.limit(0).writeTo(target).using("iceberg").tableProperty("format-version", "2").create()
-            jobs.append((merged.rows, target))
+            jobs.append((merged.typed_at_append() if typing else merged.rows, target))
         start = time.time()
         with ThreadPoolExecutor(max_workers=parallel) as pool:
             for future in [pool.submit(lambda job: job[0].writeTo(job[1]).append(), job) for job in jobs]:
                 future.result()
         intervals.append(Interval("append", start, time.time()))
     written = sum(merged.rows.count() for merged in merges)
-    for merged in merges:
-        merged.rows.unpersist()
     return AppendResult(union_seconds(intervals), len(merges), written)
 
 
@@ -734,17 +747,22 @@ def rates_table(measured: Measured) -> str:
     return "\n".join(lines)
 
 
-def merge_table(run: RunResult, appended: AppendResult) -> str:
-    ratio = run.merge_seconds / appended.seconds
+def merge_table(run: RunResult, appended: AppendResult, appended_typing: AppendResult) -> str:
     changes = sum(step.report.changes_applied for step in run.batches if step.report is not None)
+
+    def append_row(label: str, result: AppendResult) -> str:
+        ratio = run.merge_seconds / result.seconds
+        return (f"| {label} | {result.statements} | {result.rows:,} rows | {result.seconds:,.1f} | {ratio:.2f} | "
+                f"{_verdict(ratio <= MERGE_TARGET)} |")
+
     return "\n".join([
-        "| write | statements | of | seconds | ratio | target ≤ 3× |",
+        "| write | statements | of | seconds | MERGE ÷ this | target ≤ 3× |",
         "| --- | ---: | ---: | ---: | ---: | --- |",
         f"| MERGE of each batch's net changes per table (run from {run.label}) | {run.merges} | {changes:,} changes | "
-        f"{run.merge_seconds:,.1f} | {ratio:.2f} | {_verdict(ratio <= MERGE_TARGET)} |",
-        f"| plain append of each MERGE's net rows (`writeTo(...).append()`) | {appended.statements} | "
-        f"{appended.rows:,} rows | "
-        f"{appended.seconds:,.1f} | 1.00 | |",
+        f"{run.merge_seconds:,.1f} | 1.00 | |",
+        append_row("plain append of each MERGE's net rows, typed from its net change records as the MERGE types "
+                   "its source", appended_typing),
+        append_row("plain append of each MERGE's net rows, typed beforehand (`writeTo(...).append()`)", appended),
     ])
 
 
@@ -826,15 +844,16 @@ def report(command: str, stream: CapturedStream, measured: Measured, loads: tupl
         "",
         rates_table(measured),
         "",
-        merge_table(files, measured.appended),
+        merge_table(files, measured.appended, measured.appended_typing),
         "",
         "Rates are row events ÷ the wall time of the steps, each run into fresh tables after an untimed warm-up. "
         "Decode only runs the pipeline's decoding over the same ranges, one Spark job per batch, and counts the "
         "records by kind: Spark's Arrow path included, nothing kept or written; it ran before the replications and "
         "after them, and the faster pass counts. MERGE seconds are the wall time "
         "during which at least one `merge_changes` was under way (tables go in parallel); the append writes each "
-        "MERGE's net inserted and updated rows, materialized beforehand, into a fresh table, one append per MERGE, "
-        "a batch's appends as many at a time as its MERGEs."
+        "MERGE's net inserted and updated rows into a fresh table, one append per MERGE, a batch's appends as many "
+        "at a time as its MERGEs: once typing them from the MERGE's net change records (materialized), as the MERGE "
+        "types its source, so that only the write differs, and once from rows typed and materialized beforehand."
         + kafka_note,
         "",
         "Where the time goes, in seconds (the pipeline's functions wrapped for the run):",
@@ -864,9 +883,11 @@ class Measured:
 
     decodes: list[DecodeResult]  # before the replications and after them
     runs: list[RunResult]
-    appended: AppendResult
+    appended: AppendResult  # of rows typed beforehand
     commits: dict[str, list[float]]  # per run, when each of its Iceberg commits was made
     activity: SparkActivity | None = None  # from the event log, once the session has stopped
+    # typing its rows from the MERGE's net change records, as the MERGE types its source
+    appended_typing: AppendResult = field(default_factory=lambda: AppendResult(0.0, 0, 0))
 
     @property
     def decoded(self) -> DecodeResult:
@@ -901,7 +922,12 @@ def measure(spark: Any, stream: CapturedStream, max_batch_records: int, kafka_ba
     if verify:
         verify_with_oracle(spark, stream, runs[0])
     merges = net_rows_of_merges(spark, stream, max_batch_records)
-    measured.appended = plain_append(spark, merges, "append", runs[0].config.parallel_tables)
+    parallel = runs[0].config.parallel_tables
+    measured.appended = plain_append(spark, merges, "append", parallel, typing=False)
+    measured.appended_typing = plain_append(spark, merges, "append_typing", parallel, typing=True)
+    for merged in merges:
+        merged.rows.unpersist()
+        merged.records.unpersist()
     return measured
 
 

@@ -104,11 +104,16 @@ def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False
     """The net changes with the table's columns typed, and, unless every image holds every column
     (``whole_images``), ``_absent``: the columns an image lacks."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
 
+    if whole_images:
+        # Parsed straight into the table's fields: cheaper than building a map of every image.
+        fields = StructType([StructField(c.name, StringType()) for c in schema.columns])
+        parsed = net.withColumn("_s", F.from_json("_image", fields))
+        return parsed.select(F.col("_op"), *(F.expr(lake_cast(f"_s.{quote(c.name)}", c.type)).alias(c.name)
+                                             for c in schema.columns))
     parsed = net.withColumn("_m", F.from_json("_image", "map<string,string>"))
     columns = [F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns]
-    if whole_images:
-        return parsed.select(F.col("_op"), *columns)
     names = ", ".join(sql_string(c.name) for c in schema.columns)
     absent = F.expr(f"filter(array({names}), x -> NOT map_contains_key(_m, x))").alias("_absent")
     return parsed.select(F.col("_op"), absent, *columns)

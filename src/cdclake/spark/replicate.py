@@ -280,7 +280,7 @@ class Replicator:
         batch = state.batch + 1
         changes = "kind" in frame.columns
         frame = frame if changes else records.raw_records(frame)
-        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             if recovering:
                 if state.plan_stream != (app_id, batch_id):
@@ -341,7 +341,9 @@ class Replicator:
         after the messages carried into them), and commit the state after batch ``batch``."""
         from pyspark import StorageLevel
 
-        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        # Deserialized, as Spark caches a DataFrame by default: its cached form is compressed column
+        # batches already, and PySpark's MEMORY_AND_DISK serializes those again (BENCHMARKS.md).
+        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             facts = _Facts.of(decoded, sequences=not self.watermarks)
             killpoints.reached("decoded")
@@ -355,9 +357,13 @@ class Replicator:
             report.resolved_ts = resolved
             changes = self._selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
             ready = self._ready(resolved, None if self.watermarks else self._resolved_sequence(state, extents))
-            applicable = self._deduplicated(self._not_yet_applied(
+            applicable, compared = self._deduplicated(self._not_yet_applied(
                 changes if ready is None else changes.filter(ready), state))
-            applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK)
+            # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
+            # records again, which costs less than caching it too; but where copies were compared, the
+            # comparison would run again for each use.
+            if compared:
+                applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK_DESER)
             net = None
             try:
                 work = self._plan_tables(applicable, facts, state, resolved)
@@ -536,9 +542,9 @@ class Replicator:
             if position is not None and row["newest"] is not None:
                 position.sequence = max(position.sequence or 0, int(row["newest"]))
 
-    def _deduplicated(self, changes: DataFrame) -> DataFrame:
+    def _deduplicated(self, changes: DataFrame) -> tuple[DataFrame, bool]:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
-        the first delivery kept.
+        the first delivery kept; and whether any changes were compared as possible copies.
 
         Only changes whose identity hashes like another's can be copies, so a cheap count of the
         hashes finds them, and only those go through the exact comparison (a window over whole images,
@@ -553,14 +559,14 @@ class Replicator:
         shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity")
         shared_hashes = [(row["_identity"],) for row in shared.collect()]
         if not shared_hashes:
-            return changes
+            return changes, False
         suspects = self.spark.createDataFrame(shared_hashes, "_identity bigint").withColumn("_suspect", F.lit(True))
         marked = hashed.join(F.broadcast(suspects), "_identity", "left")
         first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
         copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
                           .filter("_copy = 1").drop("_copy"))
         unique = marked.filter("_suspect IS NULL")
-        return unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id")
+        return unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id"), True
 
     # --- planning the tables' work --------------------------------------------------------------------
 
@@ -651,7 +657,7 @@ class Replicator:
         from pyspark import StorageLevel
 
         net = apply.net_changes(self._segmented_rows(applicable, work), groups=("database", "table", "_segment"))
-        net = net.persist(StorageLevel.MEMORY_AND_DISK)
+        net = net.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         net.count()
         return net
 
