@@ -131,22 +131,36 @@ def _open_message(event_key: dict[str, Any], event_value: dict[str, Any] | None)
     return struct.pack(">qq", 1, len(key)) + key, struct.pack(">q", len(value)) + value
 
 
-def _hot_key_stream(root: Path) -> None:
-    """CREATE TABLE hot.t (id, v); id 1 inserted, then updated ``VERSIONS - 1`` times (v = 0, 1, ...),
-    each in a transaction of its own with a few other keys' single changes between; then a Resolved
-    above them all. One partition: a key's changes all go to one."""
-    def row(ts: int, ident: int, v: int) -> tuple[bytes, bytes]:
-        return _open_message({"ts": ts, "scm": "hot", "tbl": "t", "t": 1},
-                             {"u": {"id": {"t": 3, "h": True, "v": ident}, "v": {"t": 3, "v": v}}})
+def _hot_row(ts: int, ident: int, v: int) -> tuple[bytes, bytes]:
+    return _open_message({"ts": ts, "scm": "hot", "tbl": "t", "t": 1},
+                         {"u": {"id": {"t": 3, "h": True, "v": ident}, "v": {"t": 3, "v": v}}})
 
-    events = [_open_message({"ts": FIRST_TS, "scm": "hot", "tbl": "t", "t": 2},
-                            {"q": "CREATE TABLE hot.t (id int primary key, v int)", "t": 3})]
+
+def _resolved(ts: int) -> tuple[bytes, bytes]:
+    return _open_message({"ts": ts, "t": 3}, None)
+
+
+def _hot_table_stream(root: Path) -> None:
+    """CREATE TABLE hot.t (id, v) and row 0, then a Resolved above them. One partition: a key's
+    changes all go to one."""
+    _append(root, [_open_message({"ts": FIRST_TS, "scm": "hot", "tbl": "t", "t": 2},
+                                 {"q": "CREATE TABLE hot.t (id int primary key, v int)", "t": 3}),
+                   _hot_row(FIRST_TS + 1, 0, -1), _resolved(FIRST_TS + 2)])
+
+
+def _hot_key_stream(root: Path) -> None:
+    """Then id 1 inserted and updated ``VERSIONS - 1`` times (v = 0, 1, ...), each in a transaction of
+    its own with a few other keys' single changes between; then a Resolved above them all."""
+    events = []
     for version in range(VERSIONS):
         ts = FIRST_TS + (version + 1) * (1 << 18)
-        events.append(row(ts, 1, version))
+        events.append(_hot_row(ts, 1, version))
         if version % 50 == 0:
-            events.append(row(ts + 1, 2 + version // 50, version))
-    events.append(_open_message({"ts": FIRST_TS + (VERSIONS + 2) * (1 << 18), "t": 3}, None))
+            events.append(_hot_row(ts + 1, 2 + version // 50, version))
+    _append(root, [*events, _resolved(FIRST_TS + (VERSIONS + 2) * (1 << 18))])
+
+
+def _append(root: Path, events: list[tuple[bytes, bytes]]) -> None:
     with CapturedTopicWriter(root, HOT_TOPIC) as writer:
         for key, value in events:
             writer.append(0, key, value, timestamp_ms=FIRST_TS >> 18)
@@ -154,15 +168,20 @@ def _hot_key_stream(root: Path) -> None:
 
 def test_many_versions_of_a_hot_key_in_one_batch_take_one_merge_and_end_with_the_last(
         spark: Any, tmp_path: Path) -> None:
-    _hot_key_stream(tmp_path)
+    """The table is new in batch 1 (its first changes appended); the hot key's versions, in batch 2,
+    reach it in one MERGE."""
     job = Job("alo_hot_key", "open")
+    _hot_table_stream(tmp_path)
+    assert [report.changes_applied for report in replicate(spark, job, tmp_path)] == [1]
+    _hot_key_stream(tmp_path)
 
     reports = replicate(spark, job, tmp_path)
 
     assert len(reports) == 1 and reports[0].changes_applied == VERSIONS + VERSIONS // 50
     table = job.lake_name("hot", "t")
     rows = sorted((row["id"], row["v"]) for row in spark.table(table).collect())
-    assert rows == [(1, VERSIONS - 1), *((2 + n, 50 * n) for n in range(VERSIONS // 50))]
-    snapshots = spark.sql(f"SELECT operation, summary FROM {table}.snapshots").collect()
-    assert [(s["operation"], s["summary"].get("cdclake.batch")) for s in snapshots] == [("overwrite", "1")]
-    assert changelog_count(spark, job) == VERSIONS + VERSIONS // 50
+    assert rows == [(0, -1), (1, VERSIONS - 1), *((2 + n, 50 * n) for n in range(VERSIONS // 50))]
+    snapshots = spark.sql(f"SELECT operation, summary FROM {table}.snapshots ORDER BY committed_at").collect()
+    assert [(s["operation"], s["summary"].get("cdclake.batch")) for s in snapshots] == [
+        ("append", "1"), ("overwrite", "2")]
+    assert changelog_count(spark, job) == 1 + VERSIONS + VERSIONS // 50
