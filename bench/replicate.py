@@ -517,8 +517,7 @@ class NetRows:
 
     def typed_at_append(self) -> Any:
         """The rows typed from the net change records, as the MERGE types its source."""
-        return apply.typed_source(self.records, self.schema, self.whole_images).filter("_op != 'delete'").drop(
-            "_op", "_absent")
+        return apply.upserted_rows(self.records, self.schema, self.whole_images)
 
 
 def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: int) -> list[NetRows]:
@@ -532,10 +531,9 @@ def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: in
     def merge_and_keep(spark: Any, ident: str, schema: Any, net: Any, properties: Mapping[str, str],
                        whole_images: bool = False) -> None:
         merge(spark, ident, schema, net, properties, whole_images)
-        typed = apply.typed_source(net, schema, whole_images)
         # Checkpointed, not persisted: a persisted plan would be recomputed, decoding included, once the
         # batch unpersists the frames it was built from.
-        rows = typed.filter("_op != 'delete'").drop("_op", "_absent").localCheckpoint(eager=True)
+        rows = apply.upserted_rows(net, schema, whole_images).localCheckpoint(eager=True)
         records = net.localCheckpoint(eager=True)
         with lock:
             kept.append(NetRows(int(properties[apply.BATCH_PROPERTY]), ident, rows, records, schema, whole_images))

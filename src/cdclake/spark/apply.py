@@ -156,13 +156,19 @@ def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, net: Dat
         spark.catalog.dropTempView(view)
 
 
+def upserted_rows(net: DataFrame, schema: TableSchema, whole_images: bool = True) -> DataFrame:
+    """The rows ``net`` inserts or updates, typed as :func:`typed_source` types them, in the table's
+    columns: deletes left out, and a column an image lacks null."""
+    return (typed_source(net, schema, whole_images).filter("_op != 'delete'")
+            .select(*(quote(c.name) for c in schema.columns)))
+
+
 def append_changes(spark: SparkSession, ident: str, schema: TableSchema, net: DataFrame,
                    properties: Mapping[str, str]) -> None:
     """What :func:`merge_changes` does to a table with no rows: the inserts and updates appended (a
     delete finds nothing to delete; a column an image lacks is null, as the MERGE inserts it),
     without reading the target or joining."""
-    writer = (typed_source(net, schema, whole_images=True).filter("_op != 'delete'")
-              .select(*(quote(c.name) for c in schema.columns)).writeTo(ident))
+    writer = upserted_rows(net, schema).writeTo(ident)
     for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     writer.append()
