@@ -882,10 +882,9 @@ class Measured:
     decodes: list[DecodeResult]  # before the replications and after them
     runs: list[RunResult]
     appended: AppendResult  # of rows typed beforehand
+    appended_typing: AppendResult  # typing its rows from the MERGE's net change records, as the MERGE does
     commits: dict[str, list[float]]  # per run, when each of its Iceberg commits was made
     activity: SparkActivity | None = None  # from the event log, once the session has stopped
-    # typing its rows from the MERGE's net change records, as the MERGE types its source
-    appended_typing: AppendResult = field(default_factory=lambda: AppendResult(0.0, 0, 0))
 
     @property
     def decoded(self) -> DecodeResult:
@@ -915,18 +914,18 @@ def measure(spark: Any, stream: CapturedStream, max_batch_records: int, kafka_ba
     print(f"decode only, again: {decodes[1].seconds:,.1f} s", flush=True)
     if decodes[0].kinds != decodes[1].kinds:
         raise SystemExit(f"two decode-only passes decoded different records: {decodes[0].kinds} != {decodes[1].kinds}")
-    measured = Measured(decodes, runs, AppendResult(0.0, 0, 0), {run.name: commit_times(spark, run) for run in runs})
-    check_runs(spark, runs, measured.row_events)
+    commits = {run.name: commit_times(spark, run) for run in runs}
+    check_runs(spark, runs, decodes[0].kinds.get("row", 0))  # both passes decoded the same records
     if verify:
         verify_with_oracle(spark, stream, runs[0])
     merges = net_rows_of_merges(spark, stream, max_batch_records)
     parallel = runs[0].config.parallel_tables
-    measured.appended = plain_append(spark, merges, "append", parallel, typing=False)
-    measured.appended_typing = plain_append(spark, merges, "append_typing", parallel, typing=True)
+    appended = plain_append(spark, merges, "append", parallel, typing=False)
+    appended_typing = plain_append(spark, merges, "append_typing", parallel, typing=True)
     for merged in merges:
         merged.rows.unpersist()
         merged.records.unpersist()
-    return measured
+    return Measured(decodes, runs, appended, appended_typing, commits)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
