@@ -18,6 +18,7 @@ from cdclake.formats import get_codec
 from cdclake.model import RowChange
 from cdclake.sources.captured import CapturedTopics
 from cdclake.sources.kafka import KafkaTopics
+from cdclake.spark import apply
 from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.verify import compare_tables
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce, produce_to_kafka, write_captured
@@ -158,3 +159,27 @@ def test_snapshots_expire_as_each_tables_retention_says(spark: Any, tmp_path: Pa
     changelog_snapshots = spark.sql(f"SELECT * FROM `lake`.`{config.namespace}`.`changelog`.snapshots").count()
     assert changelog_snapshots == sum(report.changes_applied > 0 for report in reports)
     _assert_equal(spark, workload.oracle().carried(_format(case), stream.codec_options).tables, lake_name)
+
+
+def test_merges_shuffle_into_their_share_of_the_cores(spark: Any, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables applied four at a time on two cores: each MERGE shuffles into one partition, its share of
+    the cores, not into the session's two; the session's setting is back once the batch is applied."""
+    setting = "spark.sql.shuffle.partitions"
+    session_value = spark.conf.get(setting)
+    seen: list[str] = []
+    merge = apply.merge_changes
+
+    def recording(spark_: Any, *args: Any, **kwargs: Any) -> None:
+        seen.append(spark_.conf.get(setting))
+        merge(spark_, *args, **kwargs)
+
+    monkeypatch.setattr(apply, "merge_changes", recording)
+    workload = Workload(WorkloadSpec(seed=11, transactions=15))  # no RENAME TABLE: that applies one at a time
+    stream = produce(workload, "open", {}, duplicates=0)
+    write_captured(stream, tmp_path, stream.topic)
+    _, lake_name, _ = _replicate(spark, CapturedTopics(tmp_path), "open", stream, batches=2, parallel_tables=4)
+    _assert_equal(spark, workload.oracle().carried("open", stream.codec_options).tables, lake_name)
+    assert spark.sparkContext.defaultParallelism == 2 and session_value == "2"
+    assert seen and set(seen) == {"1"}
+    assert spark.conf.get(setting) == session_value

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -673,9 +674,27 @@ class Replicator:
         # A RENAME TABLE touches two tables' work: then one table after the other, in DDL order.
         renames = any(ddl.kind is DdlKind.RENAME_TABLE for table_work in work.values() for _, ddl in table_work.ddls)
         ordered = sorted(work.values(), key=lambda w: w.ddls[0][0] if w.ddls else 2**63)
-        with ThreadPoolExecutor(max_workers=1 if renames else self.config.parallel_tables) as pool:
+        parallel = 1 if renames else self.config.parallel_tables
+        with self._shuffle_share(min(parallel, len(ordered))), ThreadPoolExecutor(max_workers=parallel) as pool:
             for future in [pool.submit(one, table_work) for table_work in ordered]:
                 future.result()
+
+    @contextmanager
+    def _shuffle_share(self, concurrent: int) -> Iterator[None]:
+        """While tables are applied, each of ``concurrent`` MERGEs side by side shuffles into its share
+        of the cluster's cores rather than into ``spark.sql.shuffle.partitions``: more partitions only
+        add tasks, and a data file and a delete file for each task that writes (BENCHMARKS.md: the
+        bench's MERGEs took 10 % less time). The setting is the session's, so a query the caller runs
+        on the same session meanwhile gets it too."""
+        key = "spark.sql.shuffle.partitions"
+        before = self.spark.conf.get(key)
+        assert before is not None, "a SQL setting has its default when unset"
+        share = max(1, self.spark.sparkContext.defaultParallelism // max(1, concurrent))
+        self.spark.conf.set(key, str(share))
+        try:
+            yield
+        finally:
+            self.spark.conf.set(key, before)
 
     def _apply_table(self, state: JobState, work: _TableWork, net: DataFrame, batch: int,
                      recovering: bool, resolved: int | None, lock: threading.Lock) -> dict[str, int]:
