@@ -32,7 +32,7 @@
     incompatible-type-change = "fail"        # or "rewrite"
     fill-added-columns = true                # rows already there get an added column's default
     write-mode = "merge-on-read"             # or "copy-on-write"
-    parallel-tables = 4                      # MERGEs side by side, each shuffling into cores / this
+    parallel-tables = 4                      # MERGEs side by side, sharing spark.sql.shuffle.partitions
     schema-wait-s = 600                      # how long a Simple row may wait for its schema (upstream time)
     expire-snapshots-every-s = 3600          # Iceberg's expire_snapshots on the job's tables (0: never)
 """

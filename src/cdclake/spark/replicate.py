@@ -681,16 +681,15 @@ class Replicator:
 
     @contextmanager
     def _shuffle_share(self, concurrent: int) -> Iterator[None]:
-        """While tables are applied, each of ``concurrent`` MERGEs side by side shuffles into its share
-        of the cluster's cores rather than into ``spark.sql.shuffle.partitions``: more partitions only
-        add tasks, and a data file and a delete file for each task that writes (BENCHMARKS.md: the
-        bench's MERGEs took 10 % less time). The setting is the session's, so a query the caller runs
-        on the same session meanwhile gets it too."""
+        """While tables are applied, ``concurrent`` MERGEs side by side share the session's
+        ``spark.sql.shuffle.partitions`` rather than each shuffling into all of them: more partitions
+        only add tasks, and a data file and a delete file for each task that writes (BENCHMARKS.md:
+        the bench's MERGEs took 10 % less time). The setting is the session's, so a query the caller
+        runs on the same session meanwhile gets the share too."""
         key = "spark.sql.shuffle.partitions"
         before = self.spark.conf.get(key)
         assert before is not None, "a SQL setting has its default when unset"
-        share = max(1, self.spark.sparkContext.defaultParallelism // max(1, concurrent))
-        self.spark.conf.set(key, str(share))
+        self.spark.conf.set(key, str(max(1, int(before) // max(1, concurrent))))
         try:
             yield
         finally:
