@@ -304,6 +304,10 @@ class DecodeResult:
     seconds: float
     kinds: dict[str, int]
 
+    @property
+    def row_events(self) -> int:
+        return self.kinds.get("row", 0)
+
 
 def _decode_frame(spark: Any, source: Source, format_name: str, options: Mapping[str, Any],
                   tasks: Sequence[DecodeTask]) -> Any:
@@ -893,7 +897,7 @@ class Measured:
 
     @property
     def row_events(self) -> int:
-        return self.decoded.kinds.get("row", 0)
+        return self.decoded.row_events
 
 
 def measure(spark: Any, stream: CapturedStream, max_batch_records: int, kafka_batch_records: int | None,
@@ -915,7 +919,7 @@ def measure(spark: Any, stream: CapturedStream, max_batch_records: int, kafka_ba
     if decodes[0].kinds != decodes[1].kinds:
         raise SystemExit(f"two decode-only passes decoded different records: {decodes[0].kinds} != {decodes[1].kinds}")
     commits = {run.name: commit_times(spark, run) for run in runs}
-    check_runs(spark, runs, decodes[0].kinds.get("row", 0))  # both passes decoded the same records
+    check_runs(spark, runs, decodes[0].row_events)  # both passes decoded the same records
     if verify:
         verify_with_oracle(spark, stream, runs[0])
     merges = net_rows_of_merges(spark, stream, max_batch_records)
