@@ -1,11 +1,15 @@
-"""Shared fixtures: where the third-party test vectors live."""
+"""Shared fixtures: where the third-party test vectors live, and the tests' Kafka broker."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from cdclake.localkafka import LocalKafka
+from tests.kafka import BROKER_SETTINGS, Kafka
 
 # The vectors sit in ../shared/vectors beside the repository (CI clones main with shared/ beside it).
 VECTORS = Path(os.environ.get("CDCLAKE_VECTORS", Path(__file__).resolve().parents[2] / "shared" / "vectors"))
@@ -17,3 +21,36 @@ def vectors() -> Path:
     if not VECTORS.is_dir():
         pytest.fail(f"test vectors not found at {VECTORS}; set CDCLAKE_VECTORS")
     return VECTORS
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[LocalKafka]:
+    """One Apache Kafka broker for the run: it takes seconds to start."""
+    with LocalKafka(BROKER_SETTINGS) as broker:
+        yield broker
+
+
+@pytest.fixture
+def kafka(kafka_broker: LocalKafka) -> Iterator[Kafka]:
+    """The run's broker with a producer; the test's topics are deleted after it."""
+    client = Kafka(kafka_broker)
+    yield client
+    client.delete_topics()
+
+
+# Markers by place, so a new test file is marked without anyone remembering to (pyproject.toml says
+# what each means). The fast loop is `python3 -m pytest -q -m "not spark"`.
+_SPARK_FILES = ("tests/spark/", "tests/test_examples.py")
+_SLOW_FILES = ("tests/spark/test_crash.py", "tests/spark/test_cluster.py", "tests/test_examples.py")
+# What CI runs on Spark 3.5 as well: replication end to end, the API, the streaming example, crashes.
+_CORE_FILES = ("tests/spark/test_replicate.py", "tests/spark/test_api.py", "tests/spark/test_crash.py",
+               "tests/spark/test_session.py", "tests/test_examples.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    for item in items:
+        place = item.path.resolve().relative_to(root).as_posix()
+        for marker, files in (("spark", _SPARK_FILES), ("slow", _SLOW_FILES), ("core", _CORE_FILES)):
+            if place.startswith(files):
+                item.add_marker(marker)

@@ -1,4 +1,4 @@
-"""Capturing Kafka topics into a directory, against librdkafka's mock cluster: every byte and offset kept,
+"""Capturing Kafka topics into a directory, against a real Apache Kafka broker: every byte and offset kept,
 reruns that continue without duplicates or gaps, torn lines cut, and refusals that name what and where."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from typer.testing import CliRunner
 
 import cdclake.sources.kafka
@@ -19,8 +19,8 @@ from cdclake.capture import KafkaCapture
 from cdclake.cli import app
 from cdclake.sources.captured import CapturedTopics, CapturedTopicWriter, CaptureError, TornLine, topics
 from cdclake.sources.kafka import KafkaSourceError, KafkaTopics
-from cdclake.sources.ranges import OffsetRange, PartitionExtent
-from tests.mock_kafka import MockKafka
+from cdclake.sources.ranges import OffsetRange
+from tests.kafka import Kafka
 
 EVERY_BYTE = bytes(range(256))
 
@@ -30,12 +30,7 @@ Produced = tuple[int, bytes | None, bytes | None, int, list[tuple[str, bytes]]]
 Kept = tuple[int, bytes | None, bytes | None, int | None, tuple[tuple[str, bytes], ...]]
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[MockKafka]:
-    yield MockKafka()
-
-
-def produce(kafka: MockKafka, topic: str, records: list[Produced]) -> None:
+def produce(kafka: Kafka, topic: str, records: list[Produced]) -> None:
     for partition, key, value, timestamp_ms, headers in records:
         kafka.producer.produce(topic, value=value, key=key, partition=partition, timestamp=timestamp_ms,
                                headers=headers)
@@ -65,14 +60,14 @@ def read_back(root: Path, topic: str) -> dict[int, list[Kept]]:
     }
 
 
-def capture(kafka: MockKafka, root: Path, topic: str, max_records: int | None = None, **options: Any) -> KafkaCapture:
+def capture(kafka: Kafka, root: Path, topic: str, max_records: int | None = None, **options: Any) -> KafkaCapture:
     """A capture of ``topic`` run to its end (or ``max_records``) and closed."""
     with KafkaCapture({"bootstrap.servers": kafka.bootstrap}, root, [topic], **options) as run:
         run.run(max_records)
     return run
 
 
-def test_a_capture_holds_exactly_what_was_produced(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_capture_holds_exactly_what_was_produced(kafka: Kafka, tmp_path: Path) -> None:
     produced: list[Produced] = [
         (0, EVERY_BYTE, EVERY_BYTE, 1_700_000_000_000, [("trace", b"\x00\xff"), ("trace", b"again"), ("empty", b"")]),
         (0, None, b"a null key", 1, []),
@@ -90,7 +85,7 @@ def test_a_capture_holds_exactly_what_was_produced(kafka: MockKafka, tmp_path: P
     ]
 
 
-def test_records_keep_their_kafka_offsets_across_transaction_markers(kafka: MockKafka, tmp_path: Path) -> None:
+def test_records_keep_their_kafka_offsets_across_transaction_markers(kafka: Kafka, tmp_path: Path) -> None:
     transactional = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": "capture-test"})
     transactional.init_transactions(10)
     for value in (b"first", b"second"):
@@ -106,7 +101,7 @@ def test_records_keep_their_kafka_offsets_across_transaction_markers(kafka: Mock
     assert capture(kafka, tmp_path, "markers").partitions[("markers", 0)].records == 0
 
 
-def test_a_rerun_captures_only_the_new_records(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_rerun_captures_only_the_new_records(kafka: Kafka, tmp_path: Path) -> None:
     before = numbered(5) + numbered(2, partition=2)
     produce(kafka, "growing", before)
     capture(kafka, tmp_path, "growing", segment_records=3)
@@ -123,7 +118,7 @@ def test_a_rerun_captures_only_the_new_records(kafka: MockKafka, tmp_path: Path)
     ]
 
 
-def test_max_records_stops_early_and_a_rerun_completes(kafka: MockKafka, tmp_path: Path) -> None:
+def test_max_records_stops_early_and_a_rerun_completes(kafka: Kafka, tmp_path: Path) -> None:
     produced = numbered(6) + numbered(6, partition=1)
     produce(kafka, "budget", produced)
     first = capture(kafka, tmp_path, "budget", max_records=4)
@@ -132,7 +127,7 @@ def test_max_records_stops_early_and_a_rerun_completes(kafka: MockKafka, tmp_pat
     assert read_back(tmp_path, "budget") == as_kept(produced)
 
 
-def test_a_pattern_selects_topics(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_pattern_selects_topics(kafka: Kafka, tmp_path: Path) -> None:
     for topic in ("pattern.a", "pattern.b", "pattern-not", "other.pattern.a"):
         produce(kafka, topic, numbered(1))
     with KafkaCapture({"bootstrap.servers": kafka.bootstrap}, tmp_path, pattern=r"pattern\.\w") as run:
@@ -140,7 +135,7 @@ def test_a_pattern_selects_topics(kafka: MockKafka, tmp_path: Path) -> None:
     assert topics(tmp_path) == ["pattern.a", "pattern.b"]
 
 
-def test_a_torn_last_line_is_cut_and_its_record_captured_again(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_torn_last_line_is_cut_and_its_record_captured_again(kafka: Kafka, tmp_path: Path) -> None:
     # The last record is longer than the 64 KiB blocks the cut reads backwards in.
     produced = [*numbered(2), (0, b"big", EVERY_BYTE * 800, 5, [])]
     produce(kafka, "torn", produced)
@@ -157,7 +152,7 @@ def test_a_torn_last_line_is_cut_and_its_record_captured_again(kafka: MockKafka,
     assert read_back(tmp_path, "torn") == as_kept(produced + more)
 
 
-def test_follow_goes_on_capturing_what_is_produced_later(kafka: MockKafka, tmp_path: Path) -> None:
+def test_follow_goes_on_capturing_what_is_produced_later(kafka: Kafka, tmp_path: Path) -> None:
     produce(kafka, "live", numbered(2))
     copied: list[int] = []
     with KafkaCapture({"bootstrap.servers": kafka.bootstrap}, tmp_path, ["live"]) as run:
@@ -177,7 +172,7 @@ def test_follow_goes_on_capturing_what_is_produced_later(kafka: MockKafka, tmp_p
 # --- refusals ---------------------------------------------------------------------------------------
 
 
-def test_a_missing_topic_is_named_with_the_brokers(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_missing_topic_is_named_with_the_brokers(kafka: Kafka, tmp_path: Path) -> None:
     produce(kafka, "present", numbered(1))
     with pytest.raises(KafkaSourceError, match=rf"Kafka at {kafka.bootstrap} has no topic 'absent'"):
         capture(kafka, tmp_path, "absent")
@@ -192,7 +187,7 @@ def test_an_unreachable_broker_is_named(monkeypatch: pytest.MonkeyPatch, tmp_pat
         KafkaCapture({"bootstrap.servers": "127.0.0.1:1"}, tmp_path, ["t"]).run()
 
 
-def test_a_setting_librdkafka_refuses_is_named(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_setting_librdkafka_refuses_is_named(kafka: Kafka, tmp_path: Path) -> None:
     config = {"bootstrap.servers": kafka.bootstrap, "sasl.mechanismz": "PLAIN"}
     with pytest.raises(KafkaSourceError, match=r'No such configuration property: "sasl\.mechanismz"'):
         KafkaCapture(config, tmp_path, ["t"]).run()
@@ -220,38 +215,32 @@ def test_a_file_is_not_a_capture_directory(tmp_path: Path) -> None:
         KafkaCapture({"bootstrap.servers": "unused:9092"}, tmp_path / "file", ["t"])
 
 
-def test_from_beginning_refuses_an_earlier_capture(kafka: MockKafka, tmp_path: Path) -> None:
+def test_from_beginning_refuses_an_earlier_capture(kafka: Kafka, tmp_path: Path) -> None:
     produce(kafka, "again", numbered(2))
     capture(kafka, tmp_path, "again")
     with pytest.raises(CaptureError, match=r"again/0 already holds a capture of again\[0\], up to offset 1"):
         capture(kafka, tmp_path, "again", fresh=True)
 
 
-def test_a_capture_longer_than_the_partition_is_refused(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_capture_longer_than_the_partition_is_refused(kafka: Kafka, tmp_path: Path) -> None:
     produce(kafka, "elsewhere", numbered(3))
     capture(kafka, tmp_path, "elsewhere")
-    other = MockKafka()
-    produce(other, "elsewhere", numbered(1))
+    kafka.delete_topics()  # the topic made anew, shorter than what was captured of it
+    produce(kafka, "elsewhere", numbered(1))
     with pytest.raises(CaptureError, match=r"captured up to offset 2, but Kafka's elsewhere\[0\] ends at 0"):
-        capture(other, tmp_path, "elsewhere")
+        capture(kafka, tmp_path, "elsewhere")
 
 
-class _AfterRetention(KafkaTopics):
-    """The topics as Kafka reports them once retention deleted every partition's first five offsets (the
-    mock cluster cannot delete records)."""
-
-    def extents(self) -> dict[tuple[str, int], PartitionExtent]:
-        return {tp: PartitionExtent(max(e.low, 5), max(e.high, 5)) for tp, e in super().extents().items()}
-
-
-def test_a_capture_kafka_no_longer_holds_the_continuation_of_is_refused(kafka: MockKafka, tmp_path: Path) -> None:
+def test_a_capture_kafka_no_longer_holds_the_continuation_of_is_refused(kafka: Kafka, tmp_path: Path) -> None:
     produce(kafka, "retained", numbered(3))
     capture(kafka, tmp_path, "retained")
-    with KafkaCapture({"bootstrap.servers": kafka.bootstrap}, tmp_path, ["retained"]) as run:
-        run.kafka = _AfterRetention(run.kafka.config, ["retained"])
-        with pytest.raises(CaptureError, match=r"continues at offset 3, .* now starts at 5: offsets 3 to 4 were "
-                                               "deleted before they were captured"):
-            run.run()
+    produce(kafka, "retained", numbered(3, first=3))
+    # What retention does: the partition's first five offsets deleted, offsets 3 and 4 never captured.
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.delete_records([TopicPartition("retained", 0, 5)])[TopicPartition("retained", 0, 5)].result(timeout=30)
+    with pytest.raises(CaptureError, match=r"continues at offset 3, .* now starts at 5: offsets 3 to 4 were "
+                                           "deleted before they were captured"):
+        capture(kafka, tmp_path, "retained")
 
 
 def test_the_writer_refuses_an_offset_below_where_the_partition_continues(tmp_path: Path) -> None:
@@ -272,7 +261,7 @@ def plain(text: str) -> str:
     return " ".join(re.sub("[\u2500-\u257f]", " ", text).split())
 
 
-def test_cli_captures_and_prints_each_partition(kafka: MockKafka, tmp_path: Path) -> None:
+def test_cli_captures_and_prints_each_partition(kafka: Kafka, tmp_path: Path) -> None:
     produced = numbered(3) + numbered(1, partition=2)
     produce(kafka, "cli", produced)
     command = ["capture", "--bootstrap-servers", kafka.bootstrap, "--topic", "cli", "--to", str(tmp_path),
@@ -292,7 +281,7 @@ def test_cli_captures_and_prints_each_partition(kafka: MockKafka, tmp_path: Path
     assert read_back(tmp_path, "cli") == as_kept(produced)
 
 
-def test_cli_errors_name_what_and_where(kafka: MockKafka, tmp_path: Path) -> None:
+def test_cli_errors_name_what_and_where(kafka: Kafka, tmp_path: Path) -> None:
     result = runner.invoke(app, ["capture", "-b", kafka.bootstrap, "-t", "cli-absent", "--to", str(tmp_path)])
     assert result.exit_code == 1
     assert f"error: Kafka at {kafka.bootstrap} has no topic 'cli-absent'" in result.stderr
@@ -316,7 +305,7 @@ def test_cli_refuses_a_wrong_command_line(tmp_path: Path, arguments: list[str]) 
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
-def test_cli_follow_stops_on_an_interrupt_keeping_what_it_captured(kafka: MockKafka, tmp_path: Path,
+def test_cli_follow_stops_on_an_interrupt_keeping_what_it_captured(kafka: Kafka, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     produce(kafka, "cli-live", numbered(2))
 

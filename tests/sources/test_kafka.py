@@ -1,4 +1,4 @@
-"""Kafka sources against librdkafka's mock cluster: extents, range reads, topic patterns."""
+"""Kafka sources against a real Apache Kafka broker: extents, range reads, topic patterns."""
 
 from __future__ import annotations
 
@@ -6,35 +6,37 @@ from collections.abc import Iterator
 
 import pytest
 
+from cdclake.localkafka import LocalKafka
 from cdclake.sources.kafka import KafkaTopics, read_range
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, plan_ranges
-from tests.mock_kafka import MockKafka
+from tests.kafka import Kafka
 
 
 @pytest.fixture(scope="module")
-def kafka() -> Iterator[MockKafka]:
-    cluster = MockKafka()
+def filled(kafka_broker: LocalKafka) -> Iterator[Kafka]:
+    cluster = Kafka(kafka_broker)
     for i in range(10):
         cluster.produce("orders", i % 2, f"v{i}".encode(), key=bytes([i, 0, 255]))
     cluster.produce("orders-archive", 0, b"x")
     cluster.produce("other", 3, None)
     cluster.flush()
     yield cluster
+    cluster.delete_topics()
 
 
-def test_extents_are_the_partition_watermarks(kafka: MockKafka) -> None:
-    extents = KafkaTopics({"bootstrap.servers": kafka.bootstrap}, names=["orders"]).extents()
+def test_extents_are_the_partition_watermarks(filled: Kafka) -> None:
+    extents = KafkaTopics({"bootstrap.servers": filled.bootstrap}, names=["orders"]).extents()
     assert extents == {("orders", 0): PartitionExtent(0, 5), ("orders", 1): PartitionExtent(0, 5),
                        ("orders", 2): PartitionExtent(0, 0), ("orders", 3): PartitionExtent(0, 0)}
 
 
-def test_pattern_selects_topics(kafka: MockKafka) -> None:
-    extents = KafkaTopics({"bootstrap.servers": kafka.bootstrap}, pattern="orders.*").extents()
+def test_pattern_selects_topics(filled: Kafka) -> None:
+    extents = KafkaTopics({"bootstrap.servers": filled.bootstrap}, pattern="orders.*").extents()
     assert {topic for topic, _ in extents} == {"orders", "orders-archive"}
 
 
-def test_a_range_reads_exactly_its_records(kafka: MockKafka) -> None:
-    messages = list(read_range({"bootstrap.servers": kafka.bootstrap}, OffsetRange("orders", 1, 1, 4)))
+def test_a_range_reads_exactly_its_records(filled: Kafka) -> None:
+    messages = list(read_range({"bootstrap.servers": filled.bootstrap}, OffsetRange("orders", 1, 1, 4)))
     assert [(m.origin.partition, m.origin.offset, m.value) for m in messages] == [
         (1, 1, b"v3"), (1, 2, b"v5"), (1, 3, b"v7")
     ]
@@ -42,8 +44,8 @@ def test_a_range_reads_exactly_its_records(kafka: MockKafka) -> None:
     assert messages[0].timestamp_ms is not None
 
 
-def test_a_null_value_is_kept(kafka: MockKafka) -> None:
-    (message,) = read_range({"bootstrap.servers": kafka.bootstrap}, OffsetRange("other", 3, 0, 1))
+def test_a_null_value_is_kept(filled: Kafka) -> None:
+    (message,) = read_range({"bootstrap.servers": filled.bootstrap}, OffsetRange("other", 3, 0, 1))
     assert message.value is None
 
 

@@ -22,7 +22,7 @@ from cdclake.spark import apply
 from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.verify import compare_tables
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce, produce_to_kafka, write_captured
-from tests.mock_kafka import MockKafka
+from tests.kafka import Kafka
 
 FORMATS: dict[str, dict[str, Any]] = {
     "open": {},
@@ -99,13 +99,8 @@ def test_a_captured_stream_replicates_to_the_upstream_tables(spark: Any, tmp_pat
     assert spark.table(f"`lake`.`{config.namespace}`.`dead_letters`").count() == 0
 
 
-@pytest.fixture(scope="module")
-def kafka() -> MockKafka:
-    return MockKafka()
-
-
 @pytest.mark.parametrize("case", ["open", "simple"])
-def test_a_kafka_stream_replicates_to_the_upstream_tables(spark: Any, kafka: MockKafka, case: str) -> None:
+def test_a_kafka_stream_replicates_to_the_upstream_tables(spark: Any, kafka: Kafka, case: str) -> None:
     workload, stream = _stream(case, transactions=40)
     topic = f"replicate-{case}-{next(_names)}"
     config = {"bootstrap.servers": kafka.bootstrap}

@@ -1,47 +1,49 @@
-"""Iceberg on Spark offline: the relocated Jackson jar, MERGE INTO, and commit properties on MERGE."""
+"""The session: Iceberg's runtime for the running Spark from Maven Central, MERGE INTO, and commit
+properties on MERGE."""
 
 from __future__ import annotations
 
-import subprocess
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pyspark
 import pytest
 
+from cdclake.errors import OptionError
 from cdclake.spark.commit import with_commit_properties
-from cdclake.spark.jars import relocate_class, relocate_jars
+from cdclake.spark.jars import ICEBERG_VERSION, coordinates, jar_settings
+from cdclake.spark.session import iceberg_conf
 
 
-def _jackson_jar(name: str) -> Path:
-    return next((Path(pyspark.__file__).parent / "jars").glob(f"{name}-2.*.jar"))
+def test_each_spark_line_gets_its_own_iceberg_runtime_and_kafka_source() -> None:
+    assert coordinates("4.1.4") == [
+        f"org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:{ICEBERG_VERSION}",
+        "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1",
+    ]
+    assert coordinates("3.5.9", kafka=False) == [f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION}"]
+    with pytest.raises(OptionError, match=r"Spark 4\.0\.1 has no Iceberg .* runtime; cdclake runs on Spark 3\.5 and"):
+        coordinates("4.0.1")
 
 
-def test_relocated_class_is_valid_and_names_only_shaded_jackson(tmp_path: Path) -> None:
-    with zipfile.ZipFile(_jackson_jar("jackson-databind")) as jar:
-        original = jar.read("com/fasterxml/jackson/databind/ObjectMapper.class")
-    (tmp_path / "ObjectMapper.class").write_bytes(relocate_class(original))
-    # javap parses the whole class file: a corrupt constant pool fails here.
-    listing = subprocess.run(
-        ["javap", "-v", str(tmp_path / "ObjectMapper.class")], capture_output=True, text=True, check=True
-    ).stdout
-    shaded = "org/apache/iceberg/shaded/com/fasterxml/jackson"
-    assert f"class {shaded.replace('/', '.')}.databind.ObjectMapper" in listing
-    assert f"{shaded}/core/JsonParser" in listing
-    assert "com/fasterxml/jackson" not in listing.replace(shaded, "")
+def test_the_session_jars_leave_out_what_spark_ships() -> None:
+    spark_home = Path(pyspark.__file__).parent
+    jars = [Path(j) for j in jar_settings(pyspark.__version__, spark_home)["spark.jars"].split(",")]
+    names = {j.name for j in jars}
+    assert all(j.is_file() for j in jars)
+    assert any(n.startswith("iceberg-spark-runtime-") for n in names)
+    assert any(n.startswith("spark-sql-kafka-0-10_") for n in names)
+    # Spark's own Scala and Hadoop client stay the only ones on the class path.
+    assert not [n for n in names if n.startswith(("scala-library", "hadoop-client"))]
 
 
-def test_relocated_jar_moves_classes_and_services(tmp_path: Path) -> None:
-    target = tmp_path / "shaded.jar"
-    relocate_jars([_jackson_jar("jackson-core")], target)
-    with zipfile.ZipFile(target) as jar:
-        names = jar.namelist()
-        services = [n for n in names if n.startswith("META-INF/services/")]
-        assert "org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactory.class" in names
-        assert not [n for n in names if n.startswith("com/")]
-        assert services == ["META-INF/services/org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactory"]
-        assert jar.read(services[0]).strip() == b"org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactory"
+def test_the_running_session_uses_the_resolved_runtime(spark: Any) -> None:
+    used = spark.sparkContext.getConf().get("spark.jars")
+    assert f"iceberg-spark-runtime-{'.'.join(pyspark.__version__.split('.')[:2])}_" in used
+
+
+def test_a_warehouse_uri_stays_a_uri() -> None:
+    assert iceberg_conf("lake", "s3a://bucket/lake")["spark.sql.catalog.lake.warehouse"] == "s3a://bucket/lake"
+    assert iceberg_conf("lake", "rel/dir")["spark.sql.catalog.lake.warehouse"] == str(Path("rel/dir").absolute())
 
 
 def test_merge_commit_carries_properties(spark: Any) -> None:

@@ -20,7 +20,7 @@ from cdclake.spark.transcode import TranscodeConfig, Transcoder
 from cdclake.spark.verify import compare_tables
 from cdclake.transcode import CapturedSink, DeadLetter, KafkaSink, Progress, transcode_messages
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce_to_kafka, write_captured
-from tests.mock_kafka import MockKafka
+from tests.kafka import Kafka
 from tests.test_transcode import CASES, canonical, events_json, source_of, spec_for, stream_of
 
 _names = itertools.count()
@@ -112,12 +112,11 @@ def test_a_transcoded_stream_replicates_to_the_same_tables(spark: Any, tmp_path:
     assert len(comparisons) == len(expected) >= 7
 
 
-def test_kafka_to_kafka(spark: Any, tmp_path: Path) -> None:
-    kafka = MockKafka()
+def test_kafka_to_kafka(spark: Any, kafka: Kafka, tmp_path: Path) -> None:
     config = {"bootstrap.servers": kafka.bootstrap}
     stream = stream_of("simple", Workload(WorkloadSpec(seed=12, transactions=15)))
     produce_to_kafka(stream, config, "tidb-simple")
-    kafka.producer.list_topics("tidb-canal", timeout=10)  # the mock creates a topic when asked about it
+    kafka.create_topic("tidb-canal", 4)
     spec = spec_for(stream, "canal-json", partitions=4, topic="tidb-canal")
     transcoder = Transcoder(spark, KafkaTopics(config, names=["tidb-simple"]), KafkaSink(config, "tidb-canal"),
                             TranscodeConfig(spec), tmp_path / "state")

@@ -12,7 +12,7 @@ from cdclake.sources.kafka import KafkaTopics
 from cdclake.sources.ranges import OffsetRange
 from cdclake.workload import Stream, Workload, WorkloadError, WorkloadSpec, messages, produce, produce_to_kafka
 from cdclake.workload import write_captured as write
-from tests.mock_kafka import MockKafka
+from tests.kafka import Kafka
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,7 @@ def test_a_stream_too_large_to_hold_is_written_as_it_is_produced(stream: Stream,
     assert records([m for p in range(4) for m in read_partition(tmp_path, "orders", p)]) == records(list(stream))
 
 
-def test_kafka_gets_each_message_in_its_partition(stream: Stream) -> None:
-    kafka = MockKafka()
+def test_kafka_gets_each_message_in_its_partition(stream: Stream, kafka: Kafka) -> None:
     config = {"bootstrap.servers": kafka.bootstrap}
     assert produce_to_kafka(stream, config, "orders") == len(stream)
     source = KafkaTopics(config, names=["orders"])

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdclake.errors import CdclakeError
 from cdclake.model import ColumnSchema, TableSchema
 from cdclake.schema.evolution import quote
 from cdclake.schema.lake import lake_cast, lake_type
@@ -30,10 +29,6 @@ BATCH_PROPERTY = "cdclake.batch"
 STEP_PROPERTY = "cdclake.step"
 RESOLVED_PROPERTY = "cdclake.resolved-ts"
 KEY_PROPERTY = "cdclake.key-columns"
-
-
-class ApplyError(CdclakeError):
-    """A change could not be applied to its table: names the table and why."""
 
 
 @dataclass(frozen=True)
@@ -119,41 +114,84 @@ def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False
     return parsed.select(F.col("_op"), absent, *columns)
 
 
-def merge_statement(target: str, source: str, schema: TableSchema, whole_images: bool = False) -> str:
-    """The MERGE of ``source``, :func:`typed_source`'s rows, into ``target``. An update keeps the
-    target's value of a column its image lacks; with ``whole_images`` it sets every column from the
-    source, so the target's rows need only their keys read."""
+@dataclass(frozen=True)
+class MergeClauses:
+    """A MERGE of :func:`typed_source`'s rows as SQL expressions, over target columns qualified by one
+    name and source columns by another: ``on``, and per column what an update sets and an insert
+    writes. An update keeps the target's value of a column its image lacks; with ``whole_images`` it
+    sets every column from the source, so the target's rows need only their keys read."""
+
+    on: str
+    updates: dict[str, str]
+    inserts: dict[str, str]
+
+
+def merge_clauses(target: str, source: str, schema: TableSchema, whole_images: bool = False) -> MergeClauses:
     keys = schema.key_columns or tuple(c.name for c in schema.columns)
-    on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
-    if whole_images:
-        sets = ", ".join(f"t.{quote(c.name)} = s.{quote(c.name)}" for c in schema.columns)
-    else:
-        sets = ", ".join(
-            f"t.{quote(c.name)} = CASE WHEN array_contains(s._absent, {sql_string(c.name)}) "
-            f"THEN t.{quote(c.name)} ELSE s.{quote(c.name)} END"
-            for c in schema.columns
-        )
-    names = ", ".join(quote(c.name) for c in schema.columns)
-    values = ", ".join(f"s.{quote(c.name)}" for c in schema.columns)
+    on = " AND ".join(f"{target}.{quote(k)} <=> {source}.{quote(k)}" for k in keys)
+    updates = {}
+    for c in schema.columns:
+        column, new = quote(c.name), f"{source}.{quote(c.name)}"
+        updates[column] = new if whole_images else (
+            f"CASE WHEN array_contains({source}._absent, {sql_string(c.name)}) THEN {target}.{column} ELSE {new} END")
+    inserts = {quote(c.name): f"{source}.{quote(c.name)}" for c in schema.columns}
+    return MergeClauses(on, updates, inserts)
+
+
+def merge_statement(target: str, source: str, schema: TableSchema, whole_images: bool = False) -> str:
+    """The MERGE of ``source``, a view of :func:`typed_source`'s rows, into ``target``, in SQL."""
+    clauses = merge_clauses("t", "s", schema, whole_images)
+    sets = ", ".join(f"t.{column} = {value}" for column, value in clauses.updates.items())
     return (
-        f"MERGE INTO {target} t USING {source} s ON {on} "
+        f"MERGE INTO {target} t USING {source} s ON {clauses.on} "
         "WHEN MATCHED AND s._op = 'delete' THEN DELETE "
         f"WHEN MATCHED THEN UPDATE SET {sets} "
-        f"WHEN NOT MATCHED AND s._op != 'delete' THEN INSERT ({names}) VALUES ({values})"
+        f"WHEN NOT MATCHED AND s._op != 'delete' THEN INSERT ({', '.join(clauses.inserts)}) "
+        f"VALUES ({', '.join(clauses.inserts.values())})"
     )
 
 
 def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, net: DataFrame,
                   properties: Mapping[str, str], whole_images: bool = False) -> None:
     """MERGE ``net``, the net change per key of this table (:func:`net_changes`), into ``ident``;
-    ``whole_images`` if every image of an insert or update in it holds every column of ``schema``."""
+    ``whole_images`` if every image of an insert or update in it holds every column of ``schema``.
+
+    On Spark 4 the MERGE is built with ``DataFrame.mergeInto``: Spark 4.1 cannot plan a MERGE whose
+    source is a temporary view over an Iceberg table (SPARK-57539, "No plan for TableReference"), and
+    the net changes are read from the job's state table. Spark 3.5, which lacks ``mergeInto``, gets the
+    same MERGE in SQL over a temporary view.
+    """
+    source = typed_source(net, schema, whole_images)
+    if hasattr(source, "mergeInto"):
+        _merge_with_dataframe_api(spark, ident, schema, source, properties, whole_images)
+        return
     view = f"cdclake_merge_{uuid.uuid4().hex}"
-    typed_source(net, schema, whole_images).createOrReplaceTempView(view)
+    source.createOrReplaceTempView(view)
     statement = merge_statement(ident, view, schema, whole_images)
     try:
         with_commit_properties(spark, properties, lambda: spark.sql(statement))
     finally:
         spark.catalog.dropTempView(view)
+
+
+def _merge_with_dataframe_api(spark: SparkSession, ident: str, schema: TableSchema, source: DataFrame,
+                              properties: Mapping[str, str], whole_images: bool) -> None:
+    from pyspark.sql import functions as F
+
+    # The target's columns are qualified by its identifier, so the source's alias must be a name that
+    # identifier does not hold (a table named cdclake_source would make every reference ambiguous).
+    alias = "cdclake_source"
+    while alias in ident:
+        alias += "_"
+    clauses = merge_clauses(ident, alias, schema, whole_images)
+    merge = (
+        source.alias(alias).mergeInto(ident, F.expr(clauses.on))
+        .whenMatched(F.expr(f"{alias}._op = 'delete'")).delete()
+        .whenMatched().update({column: F.expr(value) for column, value in clauses.updates.items()})
+        .whenNotMatched(F.expr(f"{alias}._op != 'delete'"))
+        .insert({column: F.expr(value) for column, value in clauses.inserts.items()})
+    )
+    with_commit_properties(spark, properties, merge.merge)
 
 
 def upserted_rows(net: DataFrame, schema: TableSchema, whole_images: bool = True) -> DataFrame:

@@ -1,114 +1,69 @@
-"""Where Spark gets Iceberg's runtime from.
+"""The jars a Spark session needs from Maven Central, chosen for the running Spark.
 
-Where Maven Central is reachable, the official coordinates are simplest (``spark.jars.packages``).
-Offline, the runtime comes from the ``snowpark-connect-deps-iceberg`` wheel on PyPI, whose copy of
-``iceberg-spark-runtime`` lacks the Jackson classes Iceberg shades under
-``org.apache.iceberg.shaded.com.fasterxml.jackson``. PySpark ships the same Jackson release as jars of
-its own, so we relocate those into Iceberg's package name — rewriting the class names in each class
-file's constant pool, the same renaming the Maven shade plugin does — and cache the result.
+Iceberg publishes one Spark runtime per Spark minor line and Scala version
+(``iceberg-spark-runtime-4.1_2.13``); Spark's own Kafka source is published per Spark release
+(``spark-sql-kafka-0-10_2.13:4.1.1``), and reaches Maven Central some time after PyPI has the same
+PySpark, so the source is pinned per line to a release found there. Both are resolved by
+:mod:`cdclake.maven` through the machine's Maven client and cached; where no Maven client is
+installed the session asks Spark to fetch the same coordinates itself (``spark.jars.packages``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import struct
-import zipfile
+import re
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-ICEBERG_VERSION = "1.10.2"
-SCALA_VERSION = "2.12"
-ICEBERG_PACKAGE = f"org.apache.iceberg:iceberg-spark-runtime-3.5_{SCALA_VERSION}:{ICEBERG_VERSION}"
-RUNTIME_JAR = f"iceberg-spark-runtime-3.5_{SCALA_VERSION}-{ICEBERG_VERSION}.jar"
+from cdclake.errors import OptionError
+from cdclake.maven import resolve
 
-_SHADED_PREFIX = "org/apache/iceberg/shaded/"
-_JACKSON = "com/fasterxml/jackson/"
-_JACKSON_JARS = ("jackson-core", "jackson-databind", "jackson-annotations")
-
-# Sizes of the fixed-length constant-pool entries, by tag (JVM spec §4.4).
-_CONSTANT_SIZES = {
-    3: 4, 4: 4, 5: 8, 6: 8, 7: 2, 8: 2, 9: 4, 10: 4, 11: 4, 12: 4, 15: 3, 16: 2, 17: 4, 18: 4, 19: 2, 20: 2
-}
-_UTF8, _LONG, _DOUBLE = 1, 5, 6
+ICEBERG_VERSION = "1.12.0"
+# The Spark lines Iceberg ICEBERG_VERSION has a runtime for, with the Scala version PySpark's jars use.
+SCALA_BY_SPARK_LINE = {"3.5": "2.12", "4.1": "2.13"}
+# Spark's Kafka source per line, tested with every release of the line that PyPI had (3.5.9 and 4.1.4
+# had no Kafka source on Maven Central then): a patch release keeps the API the source is built on.
+KAFKA_SOURCE_BY_SPARK_LINE = {"3.5": "3.5.7", "4.1": "4.1.1"}
 
 
-def _relocate_text(data: bytes) -> bytes:
-    slashed, dotted = _JACKSON.encode(), _JACKSON.replace("/", ".").encode()
-    return data.replace(slashed, _SHADED_PREFIX.encode() + slashed).replace(
-        dotted, _SHADED_PREFIX.replace("/", ".").encode() + dotted
-    )
+def spark_line(spark_version: str) -> str:
+    """``4.1`` for Spark ``4.1.4``; an error naming the supported lines for a Spark without a runtime."""
+    line = ".".join(spark_version.split(".")[:2])
+    if line not in SCALA_BY_SPARK_LINE:
+        raise OptionError(
+            f"Spark {spark_version} has no Iceberg {ICEBERG_VERSION} runtime; cdclake runs on Spark "
+            f"{' and '.join(SCALA_BY_SPARK_LINE)} (pip install 'pyspark>=4.1,<4.2' or 'pyspark>=3.5,<3.6')"
+        )
+    return line
 
 
-def relocate_class(data: bytes) -> bytes:
-    """The class file with every Jackson name in its constant pool moved under Iceberg's shaded prefix."""
-    count = struct.unpack_from(">H", data, 8)[0]
-    parts = [data[:10]]
-    position, index = 10, 1
-    while index < count:
-        tag = data[position]
-        if tag == _UTF8:
-            length = struct.unpack_from(">H", data, position + 1)[0]
-            text = _relocate_text(data[position + 3 : position + 3 + length])
-            parts.append(bytes([_UTF8]) + struct.pack(">H", len(text)) + text)
-            position += 3 + length
-        else:
-            size = 1 + _CONSTANT_SIZES[tag]
-            parts.append(data[position : position + size])
-            position += size
-            # Longs and doubles take two constant-pool slots.
-            index += tag in (_LONG, _DOUBLE)
-        index += 1
-    parts.append(data[position:])
-    return b"".join(parts)
+def coordinates(spark_version: str, kafka: bool = True) -> list[str]:
+    """Maven coordinates of Iceberg's Spark runtime and, with ``kafka``, Spark's Kafka source."""
+    line = spark_line(spark_version)
+    scala = SCALA_BY_SPARK_LINE[line]
+    found = [f"org.apache.iceberg:iceberg-spark-runtime-{line}_{scala}:{ICEBERG_VERSION}"]
+    if kafka:
+        found.append(f"org.apache.spark:spark-sql-kafka-0-10_{scala}:{KAFKA_SOURCE_BY_SPARK_LINE[line]}")
+    return found
 
 
-def relocate_jars(sources: Iterable[Path], destination: Path) -> None:
-    """One jar with the classes and service files of ``sources``, relocated; multi-release copies
-    under META-INF/versions and jar signatures are left out."""
-    written: set[str] = set()
-    # A per-process name: two jobs starting at once must not write into one file.
-    partial = destination.with_name(f"{destination.name}.{os.getpid()}.partial")
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as target:
-        for source in sources:
-            with zipfile.ZipFile(source) as jar:
-                for info in jar.infolist():
-                    name = info.filename
-                    is_service = name.startswith("META-INF/services/")
-                    if info.is_dir() or (name.startswith("META-INF/") and not is_service):
-                        continue
-                    data = jar.read(name)
-                    if name.endswith(".class"):
-                        data = relocate_class(data)
-                    elif is_service:
-                        data = _relocate_text(data)
-                    name = _relocate_text(name.encode()).decode()
-                    if name not in written:
-                        written.add(name)
-                        target.writestr(name, data)
-    partial.replace(destination)
+def jar_settings(spark_version: str, spark_home: Path, kafka: bool = True) -> dict[str, str]:
+    """``spark.jars`` with the resolved jars that Spark in ``spark_home`` lacks, or
+    ``spark.jars.packages`` where Maven is not installed."""
+    wanted = coordinates(spark_version, kafka)
+    if shutil.which("mvn") is None:
+        return {"spark.jars.packages": ",".join(wanted)}
+    shipped = _artifacts((spark_home / "jars").glob("*.jar"))
+    extra = [jar for jar in resolve(wanted) if _artifact(jar) not in shipped]
+    return {"spark.jars": ",".join(str(jar) for jar in extra)}
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "cdclake" / "jars"
+def _artifact(jar: Path) -> str:
+    """``hadoop-client-api`` for ``hadoop-client-api-3.4.2.jar``."""
+    return re.sub(r"-\d+(\.\d+)+(-[\w.]+)?\.jar$", "", jar.name)
 
 
-def packaged_iceberg_jars() -> list[str] | None:
-    """The Iceberg runtime from the installed wheel plus the relocated Jackson jar (built once and
-    cached by the content of PySpark's Jackson jars), or None where the wheel is not installed."""
-    try:
-        import snowpark_connect_deps_iceberg as wheel
-    except ImportError:
-        return None
-    import pyspark
-
-    runtime = Path(wheel.__file__).parent / "jars" / RUNTIME_JAR
-    spark_jars = Path(pyspark.__file__).parent / "jars"
-    jackson = sorted(jar for name in _JACKSON_JARS for jar in spark_jars.glob(f"{name}-2.*.jar"))
-    digest = hashlib.sha256("|".join(f"{j.name}:{j.stat().st_size}" for j in jackson).encode()).hexdigest()[:16]
-    relocated = _cache_dir() / f"iceberg-shaded-jackson-{digest}.jar"
-    if not relocated.exists():
-        relocated.parent.mkdir(parents=True, exist_ok=True)
-        relocate_jars(jackson, relocated)
-    return [str(runtime), str(relocated)]
+def _artifacts(jars: Iterable[Path]) -> set[str]:
+    # Spark's own copy of a library (Scala, Hadoop's client, Kafka's dependencies) is the one its
+    # classes were built with; a second version beside it on the class path is a conflict.
+    return {_artifact(jar) for jar in jars}

@@ -1,13 +1,15 @@
-"""A Spark session with Iceberg, offline on a laptop or on a cluster by configuration alone."""
+"""A Spark session with Iceberg, on a laptop or on a cluster by configuration alone."""
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdclake.spark.jars import ICEBERG_PACKAGE, packaged_iceberg_jars
+from cdclake.spark.jars import jar_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -17,26 +19,25 @@ DEFAULT_CATALOG = "lake"
 # while it is applied: a batch of 1,100,000 records ran out of Spark's default 1 GiB.
 LOCAL_DRIVER_MEMORY = "4g"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+_JAR_SETTINGS = ("spark.jars", "spark.jars.packages")
+
+log = logging.getLogger(__name__)
+
+
+def warehouse_location(warehouse: str | Path) -> str:
+    """A URI (``s3a://bucket/lake``) as it is; a local directory made absolute."""
+    text = str(warehouse)
+    return text if "://" in text else str(Path(text).absolute())
 
 
 def iceberg_conf(catalog: str = DEFAULT_CATALOG, warehouse: str | Path = "warehouse") -> dict[str, str]:
-    """Spark settings for an Iceberg Hadoop catalog named ``catalog`` in the directory ``warehouse``.
-
-    The runtime jar comes from the installed ``snowpark-connect-deps-iceberg`` wheel where present
-    (nothing is downloaded), else from Maven coordinates.
-    """
-    conf = {
+    """Spark settings for an Iceberg Hadoop catalog named ``catalog`` with its tables in ``warehouse``."""
+    return {
         "spark.sql.extensions": ICEBERG_EXTENSIONS,
         f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkCatalog",
         f"spark.sql.catalog.{catalog}.type": "hadoop",
-        f"spark.sql.catalog.{catalog}.warehouse": str(Path(warehouse).absolute()),
+        f"spark.sql.catalog.{catalog}.warehouse": warehouse_location(warehouse),
     }
-    jars = packaged_iceberg_jars()
-    if jars is None:
-        conf["spark.jars.packages"] = ICEBERG_PACKAGE
-    else:
-        conf["spark.jars"] = ",".join(jars)
-    return conf
 
 
 def build_session(
@@ -47,20 +48,30 @@ def build_session(
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """The active Spark session, or a new one with an Iceberg catalog; ``conf`` overrides any setting,
-    so any other Spark catalog (REST, Hive, Glue) is a matter of configuration.
+    so any other Spark catalog (REST, JDBC, Hive, Glue) is a matter of configuration.
 
-    ``master=None`` leaves the master to spark-submit. Python workers run this interpreter, so a
-    virtual environment's packages (pyarrow, cdclake) are there on the executors of a local run.
-    A local master's driver, which runs the executors too, gets a heap of
-    ``LOCAL_DRIVER_MEMORY`` rather than Spark's 1 GiB (a setting in ``conf`` wins; it takes effect
-    only in a process that has not started Spark's JVM yet).
+    Iceberg's runtime for the running Spark and Spark's Kafka source come from Maven Central
+    (:mod:`cdclake.spark.jars`); a ``spark.jars`` or ``spark.jars.packages`` in ``conf`` replaces
+    them, so such a setting must name Iceberg's runtime too. ``master=None`` leaves the master to
+    spark-submit. A local master's Python workers run this interpreter unless ``PYSPARK_PYTHON``
+    says otherwise, so a virtual environment's packages (pyarrow, cdclake) are there on the executors
+    even when it is not activated; its driver, which runs the executors too, gets a heap of
+    ``LOCAL_DRIVER_MEMORY`` rather than Spark's 1 GiB. Both take effect only in a process that has not
+    started Spark's JVM yet.
     """
+    import pyspark
     from pyspark.sql import SparkSession
 
-    local = {"spark.driver.memory": LOCAL_DRIVER_MEMORY} if master is not None and master.startswith("local") else {}
+    given = dict(conf or {})
+    local = master is not None and master.startswith("local")
+    if local and "spark.pyspark.python" not in given:
+        # PySpark starts its workers with PYSPARK_PYTHON, read when the context is made (spark-submit
+        # alone reads spark.pyspark.python): unset, the workers run whatever `python3` is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark_home = Path(pyspark.__file__).parent
+    jars = {} if any(key in given for key in _JAR_SETTINGS) else jar_settings(pyspark.__version__, spark_home)
     settings = {
-        **local,
-        "spark.pyspark.python": sys.executable,
+        **({"spark.driver.memory": LOCAL_DRIVER_MEMORY} if local else {}),
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         # Without a UI, Spark's status store still keeps the last 1,000 SQL executions with their plan
@@ -71,8 +82,10 @@ def build_session(
         "spark.ui.retainedStages": "200",
         "spark.sql.shuffle.partitions": "4",
         **iceberg_conf(catalog, warehouse),
-        **(conf or {}),
+        **jars,
+        **given,
     }
+    log.info("Spark %s with %s", pyspark.__version__, {k: settings[k] for k in _JAR_SETTINGS if k in settings})
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
