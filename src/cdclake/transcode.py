@@ -84,7 +84,8 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.schema.ddl import interpret, schema_after, table_before
+from cdclake.schema.ddl import interpret, table_before
+from cdclake.schema.ddl.changes import schema_after
 from cdclake.sources.captured import CapturedTopics, partition_extent
 from cdclake.sources.captured import partitions as captured_partitions
 from cdclake.sources.kafka import KafkaTopics
