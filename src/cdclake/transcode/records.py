@@ -49,8 +49,8 @@ _SEQUENCE_DIGITS = 40  # sequences sort as text: zero-padded
 
 # --- reading: source messages into records --------------------------------------------------------------
 
-CHANGE, WATERMARK, HEARTBEAT, SCHEMA, PENDING, HELD, PRIME, ERROR, POINT = (
-    "change", "watermark", "heartbeat", "schema", "pending", "held", "prime", "error", "point")
+CHANGE, WATERMARK, HEARTBEAT, SCHEMA, PENDING, HELD, PRIME, ERROR = (
+    "change", "watermark", "heartbeat", "schema", "pending", "held", "prime", "error")
 # Within one ts, changes come before the watermark (or heartbeat) that covers them.
 CHANGE_RANK, POINT_RANK, SCHEMA_RANK = 0, 1, -1
 
