@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdclake.errors import CdclakeError
 from cdclake.model import ColumnSchema, TableSchema
 from cdclake.schema.evolution import quote
 from cdclake.schema.lake import lake_cast, lake_type
@@ -30,10 +29,6 @@ BATCH_PROPERTY = "cdclake.batch"
 STEP_PROPERTY = "cdclake.step"
 RESOLVED_PROPERTY = "cdclake.resolved-ts"
 KEY_PROPERTY = "cdclake.key-columns"
-
-
-class ApplyError(CdclakeError):
-    """A change could not be applied to its table: names the table and why."""
 
 
 @dataclass(frozen=True)
