@@ -11,8 +11,8 @@ traffic. In one process, in this order:
 2. **Encode only**, per format: the workload's commits laid out by the format's
    :class:`~cdclake.workload.producer.Router` beforehand (untimed), then each partition's events encoded
    by a fresh encoder (``Router.encode``, as the transcoder's tasks do); events/s.
-3. **In process**, per pair: :func:`cdclake.transcode.transcode_messages`, the whole stream as one batch
-   on one core (the job's per-record work without Spark).
+3. **In process**, per pair: :func:`cdclake.transcode.in_process.transcode_messages`, the whole stream as
+   one batch on one core (the job's per-record work without Spark).
 4. **Spark**, per pair: :class:`cdclake.spark.transcode.Transcoder` on ``local[2]`` from a captured topic
    to a captured topic, batches of at most ``--batch-records`` new records, after an untimed warm-up
    transcode; wall time of ``run(once=True)``.
@@ -46,7 +46,9 @@ from decode import load_average, machine
 from cdclake.formats import get_codec
 from cdclake.model import Ddl, RowChange
 from cdclake.sources.captured import CapturedTopics
-from cdclake.transcode import CapturedSink, TranscodeSpec, transcode_messages
+from cdclake.transcode.endpoints import CapturedSink
+from cdclake.transcode.in_process import transcode_messages
+from cdclake.transcode.spec import TranscodeSpec
 from cdclake.workload import ProducerSpec, Stream, Workload, WorkloadSpec, produce, write_captured
 from cdclake.workload.producer import Router
 

@@ -22,21 +22,19 @@ from cdclake.eventjson import event_to_json
 from cdclake.formats import get_codec
 from cdclake.model import Event, Op, Origin, PendingRow, RawMessage, RowChange, TableSchema, Watermark
 from cdclake.sources.ranges import OffsetRange
-from cdclake.transcode import (
+from cdclake.transcode.derived import derived_schema
+from cdclake.transcode.endpoints import Location
+from cdclake.transcode.in_process import transcode_messages
+from cdclake.transcode.records import identity
+from cdclake.transcode.resolution import point_records, resolve
+from cdclake.transcode.spec import TranscodeError, TranscodeSpec
+from cdclake.transcode.state import (
     DeadLetter,
-    Location,
     PartitionProgress,
     Plan,
     Prime,
     Progress,
-    TranscodeError,
-    TranscodeSpec,
-    derived_schema,
-    identity,
     kept_primes,
-    point_records,
-    resolve,
-    transcode_messages,
     write_dead_letters,
 )
 from cdclake.types import MySQLType

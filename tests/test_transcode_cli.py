@@ -13,7 +13,8 @@ from cdclake.cli import app
 from cdclake.cli_transcode import paced, workload_from_pairs
 from cdclake.model import RawMessage
 from cdclake.sources.captured import read_partition
-from cdclake.transcode import Progress, TranscodeSpec
+from cdclake.transcode.spec import TranscodeSpec
+from cdclake.transcode.state import Progress
 from cdclake.workload import ProducerSpec, Workload, WorkloadSpec, produce
 
 runner = CliRunner()

@@ -22,7 +22,9 @@ from cdclake.cli_replicate import _pairs, _stopping_on_signals
 from cdclake.errors import CdclakeError
 from cdclake.formats import FORMAT_NAMES
 from cdclake.model import RawMessage
-from cdclake.transcode import Location, Progress, TranscodeSpec
+from cdclake.transcode.endpoints import Location
+from cdclake.transcode.spec import TranscodeSpec
+from cdclake.transcode.state import Progress
 from cdclake.workload import Workload, WorkloadSpec, produce_to_kafka, write_captured
 from cdclake.workload.producer import ProducerSpec, Production
 

@@ -11,10 +11,10 @@ import pytest
 
 from cdclake.formats import get_codec
 from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, Origin, RawMessage, TableSchema
-from cdclake.schema.ddl import (
+from cdclake.schema.ddl import DdlInterpretError, interpret, table_before
+from cdclake.schema.ddl.changes import (
     AddColumn,
     CreateTable,
-    DdlInterpretError,
     DropColumn,
     DropDatabase,
     DropTable,
@@ -24,9 +24,7 @@ from cdclake.schema.ddl import (
     SchemaChange,
     SetKey,
     TruncateTable,
-    interpret,
     schema_after,
-    table_before,
 )
 from cdclake.types import MySQLType
 

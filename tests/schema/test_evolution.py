@@ -7,7 +7,7 @@ import pytest
 
 from cdclake.errors import OptionError
 from cdclake.model import ColumnSchema, IndexSchema, TableSchema
-from cdclake.schema.ddl import (
+from cdclake.schema.ddl.changes import (
     AddColumn,
     DropColumn,
     DropTable,

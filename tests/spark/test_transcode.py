@@ -18,7 +18,9 @@ from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.transcode import TranscodeConfig, Transcoder
 from cdclake.spark.verify import compare_tables
-from cdclake.transcode import CapturedSink, DeadLetter, KafkaSink, Progress, transcode_messages
+from cdclake.transcode.endpoints import CapturedSink, KafkaSink
+from cdclake.transcode.in_process import transcode_messages
+from cdclake.transcode.state import DeadLetter, Progress
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce_to_kafka, write_captured
 from tests.kafka import Kafka
 from tests.test_transcode import CASES, canonical, events_json, source_of, spec_for, stream_of

@@ -1,6 +1,6 @@
 """What a MySQL schema change means for an Iceberg table, as Spark SQL.
 
-:func:`plan` turns the :mod:`cdclake.schema.ddl` changes of one table into :data:`LakeChange` steps,
+:func:`plan` turns the :mod:`cdclake.schema.ddl.changes` of one table into :data:`LakeChange` steps,
 against the lake table's columns as they are; :func:`alter_statements` writes the steps as Spark SQL.
 
 Iceberg changes a column in place only where no value changes: it adds, drops and renames columns, and
@@ -40,7 +40,7 @@ from typing import Any, Literal, get_args
 
 from cdclake.errors import CdclakeError, OptionError, TypeParseError
 from cdclake.model import ColumnSchema, TableSchema
-from cdclake.schema.ddl import (
+from cdclake.schema.ddl.changes import (
     AddColumn,
     CreateTable,
     DropColumn,

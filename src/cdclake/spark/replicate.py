@@ -36,7 +36,8 @@ from cdclake.errors import CdclakeError, OptionError
 from cdclake.eventjson import event_from_json, schema_from_json
 from cdclake.formats import get_codec
 from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
-from cdclake.schema.ddl import (
+from cdclake.schema.ddl import interpret, table_before
+from cdclake.schema.ddl.changes import (
     AddColumn,
     CreateTable,
     DropColumn,
@@ -46,9 +47,7 @@ from cdclake.schema.ddl import (
     RenameTable,
     SchemaChange,
     TruncateTable,
-    interpret,
     schema_after,
-    table_before,
 )
 from cdclake.schema.evolution import (
     EvolutionPolicy,

@@ -5,17 +5,17 @@ One batch (:meth:`Transcoder.step`):
 1. **Plan** the next ranges of the source toward each partition's end (at most ``max_batch_records``
    new records), each started back where its partition has changes still to emit (``resume``), and
    save the plan with each target partition's end in the progress file before anything is written.
-2. **Read** the ranges on the executors (:func:`cdclake.transcode.read_records`, one task per range):
-   records of changes (already split and dispatched to their target partition), watermarks,
+2. **Read** the ranges on the executors (:func:`cdclake.transcode.records.read_records`, one task per
+   range): records of changes (already split and dispatched to their target partition), watermarks,
    schemas, rows waiting for their schema, dead letters.
 3. **Resolve** on the driver, from the few records that are not changes: how far the batch goes
-   (:func:`cdclake.transcode.resolve`), which watermarks (or heartbeats) it emits, where each source
-   partition resumes.
+   (:func:`cdclake.transcode.resolution.resolve`), which watermarks (or heartbeats) it emits, where each
+   source partition resumes.
 4. **Lay out** on the executors: the changes the batch emits, shuffled to their target partition
    (a DDL, a watermark, a schema to every one; a row's stub to every other one when the layout counts
    every row), sorted, laid out and encoded by the target's producer rules
-   (:func:`cdclake.transcode.lay_out`), and written by the task of that partition, which first skips
-   what an interrupted run of the same batch had written (the plan says where the partition ended).
+   (:func:`cdclake.transcode.layout.lay_out`), and written by the task of that partition, which first
+   skips what an interrupted run of the same batch had written (the plan says where the partition ended).
 5. **Commit** the progress after the output is flushed: resume offsets, marks, schema messages,
    and what the producer rules remember.
 
@@ -40,7 +40,9 @@ import orjson
 from cdclake.errors import CdclakeError, OptionError
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark.batches import run_batches
-from cdclake.transcode import (
+from cdclake.transcode.endpoints import Sink
+from cdclake.transcode.layout import LayoutRecord, lay_out
+from cdclake.transcode.records import (
     CHANGE,
     ERROR,
     HEARTBEAT,
@@ -52,25 +54,20 @@ from cdclake.transcode import (
     RECORD_DDL,
     SCHEMA,
     WATERMARK,
-    BatchFacts,
+    ReadTask,
+    read_records,
+)
+from cdclake.transcode.resolution import BatchFacts, Resolution, point_records, resolve_batch
+from cdclake.transcode.spec import TranscodeError, TranscodeSpec
+from cdclake.transcode.state import (
     DeadLetter,
-    LayoutRecord,
     PartitionProgress,
     Plan,
     Prime,
     Progress,
-    ReadTask,
-    Resolution,
-    Sink,
-    TranscodeError,
-    TranscodeSpec,
     dead_letter_of,
     kept_primes,
-    lay_out,
-    point_records,
     prime_of,
-    read_records,
-    resolve_batch,
     write_dead_letters,
 )
 from cdclake.workload.producer import Router
@@ -122,7 +119,8 @@ class BatchReport:
 @dataclass
 class _Facts:
     """The records of a batch that are not changes, gathered on the driver with the newest change ts of
-    each partition: what :func:`~cdclake.transcode.resolve_batch` needs, schema messages, dead letters."""
+    each partition: what :func:`~cdclake.transcode.resolution.resolve_batch` needs, schema messages, dead
+    letters."""
 
     batch: BatchFacts = field(default_factory=BatchFacts)
     primes: dict[tuple[str, int], list[Prime]] = field(default_factory=dict)
@@ -297,7 +295,7 @@ class Transcoder:
         return [row.asDict() for row in ordered.mapInArrow(write, _LAYOUT_DDL).collect()]
 
     def _emitted(self, progress: Progress, mark: int) -> Column:
-        """:func:`cdclake.transcode.emitted` as a column."""
+        """:func:`cdclake.transcode.resolution.emitted` as a column."""
         from pyspark.sql import functions as F
 
         above = F.col("ts") > progress.mark

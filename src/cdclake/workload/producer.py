@@ -217,7 +217,7 @@ class Router:
 
     def rebootstrap(self, database: str, table: str, table_id: int | None) -> None:
         """Send the table's BOOTSTRAP again before its next row: its schema changed without a DDL that
-        carries it (a schema derived from rows, see :mod:`cdclake.transcode`)."""
+        carries it (a schema derived from rows, see :mod:`cdclake.transcode.derived`)."""
         self._bootstrapped.pop(table_id if table_id is not None else (database, table), None)
 
     def route_row(self, row: RowChange, events: Placed) -> None:

@@ -1,0 +1,317 @@
+"""Reading: source messages decoded into records, the rows the Spark job moves between its steps.
+
+:func:`read_records` reads each source range with a :class:`_PartitionReader`: changes (commit ts derived
+where the source carries none, split and dispatched to their target partition), watermarks,
+heartbeats, schemas and the messages that define them, rows waiting for their schema, dead letters.
+:data:`RECORD_FIELDS` are the records' columns and :data:`ORDER` their order within a batch."""
+
+from __future__ import annotations
+
+import contextlib
+import copyreg
+import hashlib
+import io
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from cdclake.errors import DecodeError
+from cdclake.model import (
+    Bootstrap,
+    ColumnSchema,
+    Ddl,
+    Event,
+    Heartbeat,
+    IndexSchema,
+    LargeMessageRef,
+    Op,
+    Origin,
+    PendingRow,
+    RawMessage,
+    RowChange,
+    TableSchema,
+    Watermark,
+)
+from cdclake.sources.ranges import OffsetRange, Source
+from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
+from cdclake.types import MySQLType
+from cdclake.workload.producer import Router
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+INT64_MAX = 2**63 - 1
+_SEQUENCE_DIGITS = 40  # sequences sort as text: zero-padded
+
+
+# --- reading: source messages into records --------------------------------------------------------------
+
+CHANGE, WATERMARK, HEARTBEAT, SCHEMA, PENDING, HELD, PRIME, ERROR = (
+    "change", "watermark", "heartbeat", "schema", "pending", "held", "prime", "error")
+# Within one ts, changes come before the watermark (or heartbeat) that covers them.
+CHANGE_RANK, POINT_RANK, SCHEMA_RANK = 0, 1, -1
+
+# (name, Spark SQL type) of a record. ``ts`` orders: the commit ts (or the one derived), a watermark's ts,
+# a heartbeat's millisecond shifted like a commit ts; ``target`` is a row's target partition, -1 for every;
+# ``identity`` is what copies of one change share (:func:`identity`); ``stub`` a row without its images,
+# for the partitions that do not get it but count it (:attr:`Router.sees_every_row`).
+RECORD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("kind", "string"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "bigint"),
+    ("index", "int"),
+    ("piece", "int"),
+    ("ts", "bigint"),
+    ("rank", "int"),
+    ("sequence", "string"),
+    ("target", "int"),
+    ("identity", "binary"),
+    ("payload", "binary"),
+    ("stub", "binary"),
+    ("raw_key", "binary"),
+    ("raw_value", "binary"),
+    ("timestamp_ms", "bigint"),
+    ("database", "string"),
+    ("table", "string"),
+    ("version", "bigint"),
+    ("reason", "string"),
+)
+
+RECORD_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in RECORD_FIELDS)
+RECORD_NAMES = tuple(name for name, _ in RECORD_FIELDS)
+ORDER = ("ts", "rank", "sequence", "topic", "partition", "offset", "index", "piece")
+
+
+def record_arrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
+    return pa.schema([(name, arrow[sql_type]) for name, sql_type in RECORD_FIELDS])
+
+
+class RecordWriter:
+    """Collects records column by column and hands them out as Arrow record batches."""
+
+    def __init__(self) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in RECORD_NAMES}
+
+    def __len__(self) -> int:
+        return len(self._columns["kind"])
+
+    def add(self, kind: str, origin: Origin | None, **fields: Any) -> None:
+        origin = origin or Origin()
+        fields.update(kind=kind, topic=origin.topic, partition=origin.partition, offset=origin.offset,
+                      index=origin.index)
+        for name, values in self._columns.items():
+            values.append(fields.get(name))
+
+    def take(self) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        batch = pa.RecordBatch.from_pydict(self._columns, schema=record_arrow_schema())
+        self._columns = {name: [] for name in RECORD_NAMES}
+        return batch
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One source range, the schema messages its decoder must see first, and where the partition's
+    earlier batches read up to (errors below it were reported then)."""
+
+    offset_range: OffsetRange
+    primes: tuple[RawMessage, ...] = ()
+    read_until: int = 0
+
+
+class _PartitionReader:
+    """Decodes one source partition's range into records."""
+
+    def __init__(self, spec: TranscodeSpec, writer: RecordWriter, read_until: int) -> None:
+        self.spec, self._writer, self._read_until = spec, writer, read_until
+        self._codec = spec.source_codec
+        self._decoder = self._codec.decoder(spec.source_options)
+        self._stubs = Router(spec.target).sees_every_row
+        self._waiting: dict[tuple[int | None, int | None], PendingRow] = {}  # by the message's coordinates
+
+    def prime(self, message: RawMessage) -> None:
+        with contextlib.suppress(DecodeError):  # it failed when first read too: a dead letter then
+            self._decoder.decode(message)
+
+    def read(self, message: RawMessage) -> None:
+        try:
+            events = self._decoder.decode(message)
+        except DecodeError as exc:
+            self._error(message, str(exc))
+            return
+        for event in events:
+            self._record(event, message)
+
+    def finish(self) -> None:
+        """What the range leaves undone: rows still waiting for their schema, and events the decoder
+        still holds (a DataWorks update's first half); the next batch reads the partition again from
+        their message."""
+        for row in self._waiting.values():
+            self._writer.add(PENDING, row.origin, ts=row.commit_ts, database=row.database, table=row.table,
+                             version=row.schema_version)
+        for event in self._decoder.flush():
+            origin = event.row.origin if isinstance(event, LargeMessageRef) else event.origin
+            self._writer.add(HELD, origin)
+
+    def _error(self, message: RawMessage, reason: str) -> None:
+        assert message.origin is not None
+        if (message.origin.offset or 0) >= self._read_until:  # else reported when first read
+            self._writer.add(ERROR, message.origin, raw_key=message.key, raw_value=message.value,
+                             timestamp_ms=message.timestamp_ms, reason=reason)
+
+    def _record(self, event: Event, message: RawMessage) -> None:
+        writer = self._writer
+        match event:
+            case RowChange() | Ddl():
+                if isinstance(event, RowChange):
+                    self._waiting.pop(_coordinates(event.origin), None)  # its schema came in this range
+                self._change(event, message)
+            case LargeMessageRef():
+                self._error(message, f"a {event.kind.value} message of {event.row.database}.{event.row.table}: the "
+                                     f"full row is not in the stream ({event.location or 'read it from the upstream'})")
+            case Watermark():
+                writer.add(WATERMARK, event.origin, ts=event.ts)
+            case Heartbeat():
+                writer.add(HEARTBEAT, event.origin, ts=event.ts_ms)
+            case Bootstrap():
+                self._schema(event.schema, event.origin, message)
+            case PendingRow():
+                self._waiting[_coordinates(event.origin)] = event
+            case _:
+                pass  # transaction marks: the commit ts and the order already say what they say
+
+    def _schema(self, schema: TableSchema, origin: Origin | None, message: RawMessage) -> None:
+        self._writer.add(SCHEMA, origin, ts=-1, rank=SCHEMA_RANK, target=-1, payload=_pickled(schema))
+        self._writer.add(PRIME, message.origin, raw_key=message.key, raw_value=message.value,
+                         timestamp_ms=message.timestamp_ms, database=schema.database, table=schema.table,
+                         version=schema.version)
+
+    def _change(self, change: RowChange | Ddl, message: RawMessage) -> None:
+        if isinstance(change, RowChange) and change.op is Op.UPDATE and change.after is None:
+            self._error(message, f"an update of {change.database}.{change.table} without its new image (a lone "
+                                 "first half of an update pair)")
+            return
+        sequence = self._codec.sequence_of(change)
+        commit_ts = change.commit_ts
+        if commit_ts is None:
+            ms = self._codec.commit_ms_of(change)
+            commit_ts = None if ms is None else ms << _LOGICAL_BITS
+        if commit_ts is None and self.spec.target_needs_commit_ts:
+            self._error(message, f"{self.spec.target.format_name} needs a commit ts; this "
+                                 f"{self.spec.source_format} change carries neither one nor a commit time to derive "
+                                 "it from")
+            return
+        if commit_ts is not None and commit_ts > INT64_MAX:
+            self._error(message, f"commit ts {commit_ts} is beyond a 64-bit signed integer")
+            return
+        meta = change.meta if self.spec.keeps_meta else {}
+        if isinstance(change, Ddl):
+            self._add_change(replace(change, commit_ts=commit_ts, meta=meta), 0, -1, sequence)
+            for schema in (change.schema_before, change.schema_after):
+                if schema is not None:
+                    self._writer.add(PRIME, message.origin, raw_key=message.key, raw_value=message.value,
+                                     timestamp_ms=message.timestamp_ms, database=schema.database,
+                                     table=schema.table, version=schema.version)
+            return
+        row = replace(change, commit_ts=commit_ts, meta=meta, before=_in_table_order(change.before, change.types),
+                      after=_in_table_order(change.after, change.types))
+        for piece_number, piece in enumerate(self.spec.target.pieces(row)):
+            self._add_change(piece, piece_number, self.spec.target.partition_of(piece), sequence)
+
+    def _add_change(self, change: RowChange | Ddl, piece: int, target: int, sequence: str | None) -> None:
+        stub = None
+        if self._stubs and isinstance(change, RowChange):
+            stub = _pickled(replace(change, before=None, after=None, meta={}, origin=None))
+        self._writer.add(CHANGE, change.origin, piece=piece, ts=-1 if change.commit_ts is None else change.commit_ts,
+                         rank=CHANGE_RANK, sequence=_sortable(sequence), target=target, identity=identity(change),
+                         payload=_pickled(change), stub=stub)
+
+
+def _in_table_order(image: Mapping[str, Any] | None, types: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """An image with its columns in the table's order (that of ``types``), as TiCDC writes them: the
+    Simple protocol sends them sorted by name, and Open Protocol tells a composite key's order only by
+    the order of its columns."""
+    if image is None or list(image) == list(types):
+        return image
+    ordered = {name: image[name] for name in types if name in image}
+    ordered.update((name, value) for name, value in image.items() if name not in ordered)
+    return ordered
+
+
+def identity(change: RowChange | Ddl) -> bytes:
+    """What two copies of a change share and two different changes of the same ts and sequence do not:
+    a digest of its table, op and images (a DDL: its statement). ``repr`` writes every value exactly,
+    and the same way for equal values, unlike pickle, whose output depends on which objects are shared."""
+    if isinstance(change, Ddl):
+        text = repr(("ddl", change.database, change.table, change.sql))
+    else:
+        images = tuple(None if image is None else tuple(image.items()) for image in (change.before, change.after))
+        text = repr((change.op.value, change.database, change.table, images))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _mapping_as_dict(proxy: MappingProxyType[Any, Any]) -> tuple[type, tuple[dict[Any, Any]]]:
+    return dict, (dict(proxy),)
+
+
+def _by_fields(kind: type) -> Callable[[Any], tuple[type, tuple[Any, ...]]]:
+    """A reducer that rebuilds a dataclass from its fields in order: the default one for slotted
+    dataclasses calls ``dataclasses.fields`` for every object, and events hold one per column."""
+    names = tuple(f.name for f in fields(kind))
+
+    def reduce(item: Any) -> tuple[type, tuple[Any, ...]]:
+        return kind, tuple([getattr(item, name) for name in names])
+
+    return reduce
+
+
+# Events are pickled with the read-only mappings decoders share (MappingProxyType) as plain dicts (the
+# encoders take any mapping), and their dataclasses by their fields in order.
+_DISPATCH: dict[type, Any] = {**copyreg.dispatch_table, MappingProxyType: _mapping_as_dict,
+             **{kind: _by_fields(kind) for kind in (RowChange, Ddl, Origin, MySQLType, TableSchema, ColumnSchema,
+                                                     IndexSchema, Watermark, Heartbeat)}}
+
+
+def _pickled(item: Any) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(item)
+    return buffer.getvalue()
+
+
+def _coordinates(origin: Origin | None) -> tuple[int | None, int | None]:
+    return (None, None) if origin is None else (origin.partition, origin.offset)
+
+
+def _sortable(sequence: str | None) -> str:
+    """A format's sequence (digits) as text that sorts as the number does; "" where there is none."""
+    if sequence is None or not sequence.isdigit():
+        return ""
+    return sequence.rjust(_SEQUENCE_DIGITS, "0")
+
+
+def read_records(spec: TranscodeSpec, source: Source, tasks: Iterable[ReadTask], batch_rows: int = 10_000
+                 ) -> Iterator[pa.RecordBatch]:
+    """The records of each task's range, its schema messages decoded first, in Arrow batches of about
+    ``batch_rows`` records."""
+    writer = RecordWriter()
+    for task in tasks:
+        reader = _PartitionReader(spec, writer, task.read_until)
+        for message in task.primes:
+            reader.prime(message)
+        for message in source.read(task.offset_range):
+            reader.read(message)
+            if len(writer) >= batch_rows:
+                yield writer.take()
+        reader.finish()
+    if len(writer):
+        yield writer.take()
