@@ -26,12 +26,7 @@ from hypothesis import strategies as st
 
 from cdclake.errors import DecodeError, EncodeError
 from cdclake.formats import get_codec
-from cdclake.formats.canal_json import (
-    JAVA_SQL_TYPES,
-    go_json_string,
-    java_sql_type,
-    mysql_type_text,
-)
+from cdclake.formats.canal_json.wire import JAVA_SQL_TYPES, go_json_string, java_sql_type, mysql_type_text
 from cdclake.formats.compression import compressor
 from cdclake.formats.ddl import kind_of_ticdc_type
 from cdclake.model import (

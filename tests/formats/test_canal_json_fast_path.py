@@ -10,7 +10,7 @@ import pytest
 
 from cdclake.errors import DecodeError
 from cdclake.formats import get_codec
-from cdclake.formats.canal_json import _converter
+from cdclake.formats.canal_json.values import _converter
 from cdclake.model import Op, RawMessage, RowChange
 from cdclake.types import MySQLType, zone
 

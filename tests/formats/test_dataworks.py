@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from cdclake.errors import DecodeError, EncodeError, OptionError
 from cdclake.formats import get_codec
-from cdclake.formats.dataworks import MYSQL_TYPE_OF, dataworks_type, ddl_kind
+from cdclake.formats.dataworks.values import dataworks_type
+from cdclake.formats.dataworks.wire import MYSQL_TYPE_OF, ddl_kind
 from cdclake.model import (
     Bootstrap,
     Ddl,

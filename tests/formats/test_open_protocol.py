@@ -28,8 +28,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake.errors import DecodeError, EncodeError, OptionError
-from cdclake.formats import get_codec, open_protocol
-from cdclake.formats.open_protocol import go_quote, go_unquote, json_float, split_batch
+from cdclake.formats import get_codec
+from cdclake.formats.open_protocol.text import _GO_UNQUOTE_RE, _go_unescape, go_quote, go_unquote, json_float
+from cdclake.formats.open_protocol.wire import split_batch
 from cdclake.model import (
     Bootstrap,
     Ddl,
@@ -616,7 +617,7 @@ def test_go_unquote_fast_path_agrees_with_the_general_one(text: str) -> None:
     # go_unquote reads text whose escapes are all one byte with Python's unicode_escape codec; the
     # general path reads every escape itself. They must agree, on errors too.
     def general(quoted: str) -> bytes:
-        return open_protocol._GO_UNQUOTE_RE.sub(open_protocol._go_unescape, quoted.encode())
+        return _GO_UNQUOTE_RE.sub(_go_unescape, quoted.encode())
 
     def outcome(read: Any) -> Any:
         try:

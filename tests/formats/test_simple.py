@@ -912,7 +912,8 @@ def test_fast_readers_take_and_return_exactly_what_the_careful_readers_do(type_t
     """Every fast reader, and its inline form in a compiled image reader, against the careful reader:
     the same value of the same type, or both fail."""
     from cdclake.formats.simple.decoder import _compile_plan
-    from cdclake.formats.simple.values import Zones, json_fast_reader, json_inline, json_reader
+    from cdclake.formats.simple.fast_path import json_fast_reader, json_inline
+    from cdclake.formats.simple.values import Zones, json_reader
 
     mtype = MySQLType.parse(type_text)
     zones = Zones(dt.timezone(dt.timedelta(hours=2)))

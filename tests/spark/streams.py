@@ -40,7 +40,7 @@ from typing import Any
 from cdclake.errors import DecodeError
 from cdclake.formats import get_codec
 from cdclake.formats.base import Decoder
-from cdclake.formats.open_protocol import split_batch
+from cdclake.formats.open_protocol.wire import split_batch
 from cdclake.model import Bootstrap, Ddl, Origin, RawMessage, Watermark
 from cdclake.sources.captured import CapturedTopicWriter
 from cdclake.workload import Stream

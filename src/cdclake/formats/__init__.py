@@ -1,7 +1,7 @@
-"""The wire formats, one module each, and the registry that names them.
+"""The wire formats, one package each, and the registry that names them.
 
-A new format is one module that defines a :class:`~cdclake.formats.base.Codec` and one line in
-``_CODECS``. Modules load on first use, so a format's dependencies cost nothing until it is chosen.
+A new format is one module or package that defines a :class:`~cdclake.formats.base.Codec` and one line
+in ``_CODECS``. Formats load on first use, so a format's dependencies cost nothing until it is chosen.
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ from cdclake.errors import DecodeError
 from cdclake.formats.compiled import ImageReader, OldImageReader, compile_old_reader, compile_reader
 from cdclake.formats.compression import decompressor
 from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type
+from cdclake.formats.simple.fast_path import INLINE_SCOPE
 from cdclake.formats.simple.fields import UINT64_MAX, Invalid, as_dict, describe, optional, required, uint64
-from cdclake.formats.simple.values import INLINE_SCOPE, READ_ERRORS, Reader, Zones
+from cdclake.formats.simple.values import READ_ERRORS, Reader, Zones
 from cdclake.formats.simple.wire import Wire
 from cdclake.model import (
     Bootstrap,

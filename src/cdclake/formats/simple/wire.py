@@ -23,21 +23,11 @@ import fastavro
 import orjson
 
 from cdclake.formats.ddl import TICDC_DDL_TYPES
+from cdclake.formats.simple.fast_path import json_fast_reader, json_inline
 from cdclake.formats.simple.fields import Invalid, describe
 from cdclake.formats.simple.tableschema import avro_table_schema, json_table_schema, read_table_schema
-from cdclake.formats.simple.values import (
-    UINT64_MASK,
-    Reader,
-    Writer,
-    Zones,
-    avro_reader,
-    avro_writer,
-    json_fast_reader,
-    json_inline,
-    json_reader,
-    json_writer,
-    signed64,
-)
+from cdclake.formats.simple.values import UINT64_MASK, Reader, Writer, Zones, avro_reader, json_reader, signed64
+from cdclake.formats.simple.writers import avro_writer, json_writer
 from cdclake.model import TableSchema
 from cdclake.types import MySQLType
 

@@ -1,0 +1,70 @@
+"""TiCDC Open Protocol: batched binary key/value framing around one JSON key and value per event.
+
+A Kafka message carries N events::
+
+    key   = u64be(version=1) || N x ( u64be(len) || key JSON )
+    value =                     N x ( u64be(len) || value JSON, compressed if configured )
+
+The key JSON says what the event is (``t``: 1 row, 2 DDL, 3 resolved) and when (``ts``); a row value
+has ``u`` (new image), ``p`` (old image of an update) or ``d`` (deleted image), each column as
+``{"t": type code, "h": handle, "f": flags, "v": value}``; a DDL value is ``{"q": query, "t": action}``;
+a resolved event has an empty value. Field meanings, value encodings and producer rules follow
+``specs/ticdc-open-protocol.zh.md`` and ``specs/ticdc-reference-notes.md`` §1.1 and §2; the encoder
+writes what TiCDC (pingcap/ticdc ``pkg/sink/codec/open``) writes, byte for byte.
+
+Decoded rows keep each column's type code and flags in ``meta["type_codes"]`` and ``meta["flags"]``
+so that the encoder can write them back unchanged; see docs/formats/open.md for what the format
+cannot carry.
+
+The modules: :mod:`.wire` (constants, type codes, DDL action types, the batch framing), :mod:`.text`
+(Go's string quoting and TiCDC's JSON text), :mod:`.values` (one column's value, read and written),
+:mod:`.fast_path` (the compiled per-shape image readers), :mod:`.decoder` and :mod:`.encoder`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdclake.errors import OptionError
+from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool, parse_int
+from cdclake.formats.compression import COMPRESSION_OPTION
+from cdclake.formats.open_protocol.decoder import OpenDecoder
+from cdclake.formats.open_protocol.encoder import OpenEncoder
+from cdclake.formats.open_protocol.wire import FORMAT
+from cdclake.types import zone
+
+
+def _positive_int(value: Any) -> int:
+    number = parse_int(value)
+    if number < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
+def _zone_name(value: Any) -> str:
+    try:
+        zone(str(value))
+    except OptionError as exc:
+        raise ValueError(str(exc)) from None
+    return str(value)
+
+
+OPTIONS: dict[str, Option] = {
+    "tz": Option(TZ_OPTION.default, TZ_OPTION.doc, _zone_name),
+    "large-message-handle-compression": COMPRESSION_OPTION,
+    "max-batch-size": Option(16, "most events in one Kafka message (encoder)", _positive_int),
+    "max-message-bytes": Option(10485760, "largest Kafka message, as TiCDC counts it (encoder)", _positive_int),
+    "output-old-value": Option(
+        True, 'write an update\'s old image as "p" (sink.open.output-old-value; encoder)', parse_bool
+    ),
+    "only-output-updated-columns": Option(False, 'write only the changed columns in "p" (encoder)', parse_bool),
+}
+
+CODEC = Codec(
+    name=FORMAT,
+    options=OPTIONS,
+    make_decoder=OpenDecoder,
+    make_encoder=OpenEncoder,
+)
+
+__all__ = ["CODEC", "OPTIONS", "OpenDecoder", "OpenEncoder"]
