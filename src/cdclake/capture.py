@@ -11,7 +11,6 @@ captured, the capture stops with an error rather than leave a hole or mix two hi
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from cdclake.sources.captured import (
     CapturedTopicWriter,
     CaptureError,
     TornLine,
+    is_partition_name,
+    is_segment_name,
     partition_dir,
 )
 from cdclake.sources.kafka import KafkaSourceError, KafkaTopics
@@ -33,8 +34,6 @@ from cdclake.sources.ranges import OffsetRange, PartitionExtent, plan_ranges
 # How often a copy reports progress, in records: often enough for a live display, rarely enough to cost
 # nothing beside writing the records.
 _PROGRESS_EVERY = 1000
-
-_SEGMENT_NAME = re.compile(r"\d+\.jsonl")
 
 
 @dataclass
@@ -196,9 +195,9 @@ def check_capture_directory(root: Path) -> None:
             raise CaptureError(f"{root} holds {topic.name!r}, which is not a captured topic ({expected}); "
                                "capture into an empty directory or an earlier capture")
         for partition in topic.iterdir():
-            if not (partition.is_dir() and partition.name.isdigit()):
+            if not (partition.is_dir() and is_partition_name(partition.name)):
                 raise CaptureError(f"{topic} holds {partition.name!r}, which is not a partition directory "
                                    f"({expected})")
             for segment in partition.iterdir():
-                if not (segment.is_file() and _SEGMENT_NAME.fullmatch(segment.name)):
+                if not (segment.is_file() and is_segment_name(segment.name)):
                     raise CaptureError(f"{partition} holds {segment.name!r}, which is not a segment ({expected})")

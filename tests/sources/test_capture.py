@@ -201,6 +201,9 @@ def test_a_setting_librdkafka_refuses_is_named(kafka: MockKafka, tmp_path: Path)
 @pytest.mark.parametrize(("stray", "named"), [
     ("notes.txt", "holds 'notes.txt', which is not a captured topic"),
     ("t/latest", "holds 'latest', which is not a partition directory"),
+    ("t/²", "holds '²', which is not a partition directory"),
+    ("t/01", "holds '01', which is not a partition directory"),
+    ("t/0/١.jsonl", "holds '١.jsonl', which is not a segment"),
     ("t/0/00000000000000000000.json", "holds '00000000000000000000.json', which is not a segment"),
 ])
 def test_a_directory_holding_something_else_is_refused(tmp_path: Path, stray: str, named: str) -> None:
