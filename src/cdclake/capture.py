@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
-
 from cdclake.sources.captured import (
     SEGMENT_RECORDS,
     CapturedTopicWriter,
@@ -153,10 +151,6 @@ class KafkaCapture:
             extents = self.kafka.extents()
         except KafkaSourceError as exc:
             raise KafkaSourceError(f"Kafka at {brokers}: {exc}") from exc
-        except KafkaException as exc:  # librdkafka refused the configuration before asking any broker
-            error = exc.args[0] if exc.args else exc
-            reason = error.str() if isinstance(error, KafkaError) else str(error)
-            raise KafkaSourceError(f"Kafka configuration for {brokers}: {reason}") from exc
         if self.kafka.pattern is not None and not extents:
             raise KafkaSourceError(f"no topic at Kafka {brokers} matches {self.kafka.pattern.pattern!r}")
         found = {topic for topic, _ in extents}

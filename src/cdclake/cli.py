@@ -396,6 +396,8 @@ def capture(
         kafka_capture = KafkaCapture(config, to, topic, topic_pattern, fresh=not resume)
     except re.error as exc:
         raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="'--topic-pattern'") from exc
+    except OptionError as exc:  # a setting librdkafka refuses
+        raise typer.BadParameter(str(exc), param_hint="'--kafka-option'") from exc
     except CaptureError as exc:
         report.failure(None, str(exc))
         report.exit()
