@@ -287,3 +287,24 @@ def test_an_update_half_left_at_the_end_of_input_is_printed(tmp_path: Path) -> N
     (event,) = events_of(result.stdout)
     assert isinstance(event, RowChange)
     assert (event.op, event.before, event.after) == (Op.UPDATE, {"id": 1, "v": 1}, None)
+
+
+@pytest.mark.parametrize(("source", "says"), [
+    ('kafka = { "bootstrap.servers" = "127.0.0.1:1", "security.protocol" = "SASL_PLAINTEXTT" }\ntopics = ["shop"]',
+     '[source]: a Kafka setting librdkafka refuses: Invalid value "SASL_PLAINTEXTT" for configuration property '
+     '"security.protocol"'),
+    ('captured = "."\ntopics = "shop"', '[source] topics = "shop" is not a list of strings'),
+])
+def test_a_job_file_replicate_cannot_use_is_a_usage_error_before_spark_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, says: str) -> None:
+    def no_spark(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("Spark started for a job file that cannot run")
+
+    monkeypatch.setattr("cdclake.cli_replicate.build_session", no_spark)
+    job = tmp_path / "job.toml"
+    job.write_text(f'[source]\n{source}\n[format]\nname = "canal-json"\n')
+    for command in ("replicate", "status"):
+        result = run(command, "--config", job)
+        assert result.exit_code == 2, result.output
+        assert says in plain(result.stderr)
+        assert "Traceback" not in result.output
