@@ -3,6 +3,7 @@ installed console script."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import re
 import shutil
@@ -194,6 +195,33 @@ def test_captured_partitions_are_decoded_each_with_its_own_decoder(tmp_path: Pat
     assert decoded[-1].origin == Origin(topic="shop-cdc", partition=1, offset=0)
 
 
+def _captured_lines(root: Path, folder: str, offsets: list[int]) -> Path:
+    """Canal-JSON sample messages written under ``offsets`` as they stand, bypassing the writer."""
+    segment = root / "shop-cdc" / folder / f"{offsets[0]:020d}.jsonl"
+    segment.parent.mkdir(parents=True)
+    values = _sample_lines("canal-json")
+    segment.write_text("".join(f'{{"offset": {offset}, "value": "{base64.b64encode(value).decode()}"}}\n'
+                               for offset, value in zip(offsets, values, strict=False)))
+    return segment
+
+
+def test_captured_offsets_out_of_order_are_an_error_naming_file_and_line(tmp_path: Path) -> None:
+    segment = _captured_lines(tmp_path, "0", [0, 1, 10, 2, 3])
+    result = run("decode", "--format", "canal-json", "-o", "enable-tidb-extension=true", "--captured", tmp_path)
+    assert result.exit_code == 1
+    assert f"error: {segment}:4: offset 2 follows offset 10; offsets must rise within a partition" in result.stderr
+    assert len(events_of(result.stdout)) == 3  # those read before the error, which names where it stopped
+
+
+def test_a_captured_partition_folder_not_named_in_ascii_digits_is_an_error(tmp_path: Path) -> None:
+    _captured_lines(tmp_path, "0", [0, 1])
+    _captured_lines(tmp_path, "²", [0, 1])
+    result = run("decode", "--format", "canal-json", "-o", "enable-tidb-extension=true", "--captured", tmp_path)
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"error: {tmp_path / 'shop-cdc'} holds '²', which is not a partition directory" in result.stderr
+
+
 def test_key_files_must_pair_with_value_files() -> None:
     value, key = message_file_pairs(samples.DIRECTORY, samples.message_file_prefix("open"))[0]
     assert key is not None
@@ -259,3 +287,24 @@ def test_an_update_half_left_at_the_end_of_input_is_printed(tmp_path: Path) -> N
     (event,) = events_of(result.stdout)
     assert isinstance(event, RowChange)
     assert (event.op, event.before, event.after) == (Op.UPDATE, {"id": 1, "v": 1}, None)
+
+
+@pytest.mark.parametrize(("source", "says"), [
+    ('kafka = { "bootstrap.servers" = "127.0.0.1:1", "security.protocol" = "SASL_PLAINTEXTT" }\ntopics = ["shop"]',
+     '[source]: a Kafka setting librdkafka refuses: Invalid value "SASL_PLAINTEXTT" for configuration property '
+     '"security.protocol"'),
+    ('captured = "."\ntopics = "shop"', '[source] topics = "shop" is not a list of strings'),
+])
+def test_a_job_file_replicate_cannot_use_is_a_usage_error_before_spark_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, says: str) -> None:
+    def no_spark(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("Spark started for a job file that cannot run")
+
+    monkeypatch.setattr("cdclake.cli_replicate.build_session", no_spark)
+    job = tmp_path / "job.toml"
+    job.write_text(f'[source]\n{source}\n[format]\nname = "canal-json"\n')
+    for command in ("replicate", "status"):
+        result = run(command, "--config", job)
+        assert result.exit_code == 2, result.output
+        assert says in plain(result.stderr)
+        assert "Traceback" not in result.output

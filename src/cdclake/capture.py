@@ -11,20 +11,19 @@ captured, the capture stops with an error rather than leave a hole or mix two hi
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
-
 from cdclake.sources.captured import (
     SEGMENT_RECORDS,
     CapturedTopicWriter,
     CaptureError,
     TornLine,
+    is_partition_name,
+    is_segment_name,
     partition_dir,
 )
 from cdclake.sources.kafka import KafkaSourceError, KafkaTopics
@@ -33,8 +32,6 @@ from cdclake.sources.ranges import OffsetRange, PartitionExtent, plan_ranges
 # How often a copy reports progress, in records: often enough for a live display, rarely enough to cost
 # nothing beside writing the records.
 _PROGRESS_EVERY = 1000
-
-_SEGMENT_NAME = re.compile(r"\d+\.jsonl")
 
 
 @dataclass
@@ -154,10 +151,6 @@ class KafkaCapture:
             extents = self.kafka.extents()
         except KafkaSourceError as exc:
             raise KafkaSourceError(f"Kafka at {brokers}: {exc}") from exc
-        except KafkaException as exc:  # librdkafka refused the configuration before asking any broker
-            error = exc.args[0] if exc.args else exc
-            reason = error.str() if isinstance(error, KafkaError) else str(error)
-            raise KafkaSourceError(f"Kafka configuration for {brokers}: {reason}") from exc
         if self.kafka.pattern is not None and not extents:
             raise KafkaSourceError(f"no topic at Kafka {brokers} matches {self.kafka.pattern.pattern!r}")
         found = {topic for topic, _ in extents}
@@ -196,9 +189,9 @@ def check_capture_directory(root: Path) -> None:
             raise CaptureError(f"{root} holds {topic.name!r}, which is not a captured topic ({expected}); "
                                "capture into an empty directory or an earlier capture")
         for partition in topic.iterdir():
-            if not (partition.is_dir() and partition.name.isdigit()):
+            if not (partition.is_dir() and is_partition_name(partition.name)):
                 raise CaptureError(f"{topic} holds {partition.name!r}, which is not a partition directory "
                                    f"({expected})")
             for segment in partition.iterdir():
-                if not (segment.is_file() and _SEGMENT_NAME.fullmatch(segment.name)):
+                if not (segment.is_file() and is_segment_name(segment.name)):
                     raise CaptureError(f"{partition} holds {segment.name!r}, which is not a segment ({expected})")

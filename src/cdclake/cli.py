@@ -168,6 +168,17 @@ def _input_messages(format_name: str, files: list[Path], key_files: list[Path]) 
     return (read_message_file(value, key) for value, key in pairs)
 
 
+def _captured_streams(root: Path, report: Report) -> list[Iterable[RawMessage]]:
+    """Each partition captured under ``root``; a folder that is not a partition ends the command, since
+    the records it may hold would go unread."""
+    try:
+        return [read_partition(root, topic, partition) for topic in topics(root)
+                for partition in partitions(root, topic)]
+    except CaptureError as exc:
+        report.failure(None, str(exc))
+        report.exit()
+
+
 @app.command()
 def decode(
     format_name: FormatOption,
@@ -216,6 +227,7 @@ def decode(
     options = _parse_options(option or [], tz)
     if [bool(files), sample, captured is not None].count(True) != 1:
         raise typer.BadParameter("give FILE arguments, --sample or --captured: one of them", param_hint="'FILE...'")
+    report = Report()
     # Each stream is one partition's messages in order, and gets its own decoder: decoders keep
     # per-partition state, such as the Simple protocol's table schemas.
     streams: list[Iterable[RawMessage]]
@@ -223,16 +235,11 @@ def decode(
         streams = [samples.sample_messages(format_name)]
         options = samples.OPTIONS.get(format_name, {}) | options
     elif captured is not None:
-        streams = [
-            read_partition(captured, topic, partition)
-            for topic in topics(captured)
-            for partition in partitions(captured, topic)
-        ]
+        streams = _captured_streams(captured, report)
     else:
         _check_inputs_exist(files, "'FILE...'")
         streams = [_input_messages(format_name, files, key_files or [])]
     codec = get_codec(format_name)
-    report = Report()
     out = sys.stdout.buffer
     count = 0
     for stream in streams:
@@ -389,6 +396,8 @@ def capture(
         kafka_capture = KafkaCapture(config, to, topic, topic_pattern, fresh=not resume)
     except re.error as exc:
         raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="'--topic-pattern'") from exc
+    except OptionError as exc:  # a setting librdkafka refuses
+        raise typer.BadParameter(str(exc), param_hint="'--kafka-option'") from exc
     except CaptureError as exc:
         report.failure(None, str(exc))
         report.exit()

@@ -108,11 +108,14 @@ def status(
     catalog: Annotated[str | None, typer.Option("--catalog")] = None,
 ) -> None:
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and lag."""
-    document = read_toml(config) if config is not None else {}
-    sections = merged(document, {"lake": {"warehouse": None if warehouse is None else str(warehouse),
-                                          "catalog": catalog}})
+    try:
+        document = read_toml(config) if config is not None else {}
+        sections = merged(document, {"lake": {"warehouse": None if warehouse is None else str(warehouse),
+                                              "catalog": catalog}})
+        source = job_settings(sections).source if sections["source"] else None
+    except CdclakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     lake = sections["lake"]
-    source = job_settings(sections).source if sections["source"] else None
     spark = build_session(lake.get("master", "local[2]") or None, catalog=lake.get("catalog", "lake"),
                           warehouse=Path(lake.get("warehouse", "warehouse")),
                           conf={k: str(v) for k, v in lake.get("spark", {}).items()})

@@ -35,6 +35,11 @@
     parallel-tables = 4                      # MERGEs side by side, sharing spark.sql.shuffle.partitions
     schema-wait-s = 600                      # how long a Simple row may wait for its schema (upstream time)
     expire-snapshots-every-s = 3600          # Iceberg's expire_snapshots on the job's tables (0: never)
+
+Each value must be of its key's kind, or the file is refused naming the file, section and key: a list
+stays a list even of one (``topics = "shop"`` is an error, not the topic ``shop``), a number is not
+written as a string, ``true`` is not ``"true"``. Kafka settings librdkafka refuses are refused here too,
+before Spark starts.
 """
 
 from __future__ import annotations
@@ -51,13 +56,18 @@ from cdclake.sources import open_source
 from cdclake.sources.ranges import Source
 from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig
 
-_SECTIONS: dict[str, set[str]] = {
-    "source": {"captured", "kafka", "topics", "topic-pattern"},
-    "format": {"name", "options"},
-    "lake": {"warehouse", "catalog", "namespace", "master", "spark"},
-    "tables": {"include", "exclude", "target-namespace", "mapping"},
-    "batch": {"max-records", "interval-s", "unresolved-tail", "on-bad-message", "incompatible-type-change",
-              "fill-added-columns", "write-mode", "parallel-tables", "schema-wait-s", "expire-snapshots-every-s"},
+# What each key holds, checked as the file is read: unchecked, a string where a list belongs would be
+# read letter by letter (topics = "shop" as the topics s, h, o, p) and "false" would be true.
+_TEXT, _TEXTS, _TABLE, _INTEGER, _NUMBER, _BOOLEAN = (
+    "a string", "a list of strings", "a table", "an integer", "a number", "true or false")
+_SECTIONS: dict[str, dict[str, str]] = {
+    "source": {"captured": _TEXT, "kafka": _TABLE, "topics": _TEXTS, "topic-pattern": _TEXT},
+    "format": {"name": _TEXT, "options": _TABLE},
+    "lake": {"warehouse": _TEXT, "catalog": _TEXT, "namespace": _TEXT, "master": _TEXT, "spark": _TABLE},
+    "tables": {"include": _TEXT, "exclude": _TEXT, "target-namespace": _TEXT, "mapping": _TABLE},
+    "batch": {"max-records": _INTEGER, "interval-s": _NUMBER, "unresolved-tail": _TEXT, "on-bad-message": _TEXT,
+              "incompatible-type-change": _TEXT, "fill-added-columns": _BOOLEAN, "write-mode": _TEXT,
+              "parallel-tables": _INTEGER, "schema-wait-s": _NUMBER, "expire-snapshots-every-s": _NUMBER},
 }
 
 
@@ -81,11 +91,35 @@ def read_toml(path: Path) -> dict[str, Any]:
     for section, values in document.items():
         if section not in _SECTIONS or not isinstance(values, dict):
             raise OptionError(f"{path}: unknown section [{section}]; sections: {', '.join(_SECTIONS)}")
-        unknown = sorted(set(values) - _SECTIONS[section])
+        unknown = sorted(set(values) - set(_SECTIONS[section]))
         if unknown:
             valid = ", ".join(sorted(_SECTIONS[section]))
             raise OptionError(f"{path}: [{section}] has no {', '.join(unknown)}; valid: {valid}")
+        for name, value in values.items():
+            _check_kind(path, section, name, value)
     return document
+
+
+def _check_kind(path: Path, section: str, name: str, value: Any) -> None:
+    kind = _SECTIONS[section][name]
+    fits = {
+        _TEXT: isinstance(value, str),
+        _TEXTS: isinstance(value, list) and all(isinstance(item, str) for item in value),
+        _TABLE: isinstance(value, dict),
+        _INTEGER: isinstance(value, int) and not isinstance(value, bool),
+        _NUMBER: isinstance(value, int | float) and not isinstance(value, bool),
+        _BOOLEAN: isinstance(value, bool),
+    }[kind]
+    if not fits:
+        hint = f" (one is a list too: {name} = [{_toml(value)}])" if kind == _TEXTS and isinstance(value, str) else ""
+        raise OptionError(f"{path}: [{section}] {name} = {_toml(value)} is not {kind}{hint}")
+
+
+def _toml(value: Any) -> str:
+    """``value`` about as the file spells it, for messages."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f'"{value}"' if isinstance(value, str) else repr(value)
 
 
 def merged(document: Mapping[str, Any], overrides: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 import cdclake.sources.kafka
 from cdclake.capture import KafkaCapture
 from cdclake.cli import app
+from cdclake.errors import OptionError
 from cdclake.sources.captured import CapturedTopics, CapturedTopicWriter, CaptureError, TornLine, topics
 from cdclake.sources.kafka import KafkaSourceError, KafkaTopics
 from cdclake.sources.ranges import OffsetRange
@@ -189,13 +190,16 @@ def test_an_unreachable_broker_is_named(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 def test_a_setting_librdkafka_refuses_is_named(kafka: Kafka, tmp_path: Path) -> None:
     config = {"bootstrap.servers": kafka.bootstrap, "sasl.mechanismz": "PLAIN"}
-    with pytest.raises(KafkaSourceError, match=r'No such configuration property: "sasl\.mechanismz"'):
+    with pytest.raises(OptionError, match=r'librdkafka refuses: No such configuration property: "sasl\.mechanismz"'):
         KafkaCapture(config, tmp_path, ["t"]).run()
 
 
 @pytest.mark.parametrize(("stray", "named"), [
     ("notes.txt", "holds 'notes.txt', which is not a captured topic"),
     ("t/latest", "holds 'latest', which is not a partition directory"),
+    ("t/²", "holds '²', which is not a partition directory"),
+    ("t/01", "holds '01', which is not a partition directory"),
+    ("t/0/١.jsonl", "holds '١.jsonl', which is not a segment"),
     ("t/0/00000000000000000000.json", "holds '00000000000000000000.json', which is not a segment"),
 ])
 def test_a_directory_holding_something_else_is_refused(tmp_path: Path, stray: str, named: str) -> None:
@@ -288,8 +292,9 @@ def test_cli_errors_name_what_and_where(kafka: Kafka, tmp_path: Path) -> None:
     assert result.stdout == ""  # no table of partitions that were never read
     bad_option = runner.invoke(app, ["capture", "-b", kafka.bootstrap, "-t", "x", "--to", str(tmp_path),
                                      "-X", "security.protocol=SASL_PLAINTEXTT"])
-    assert bad_option.exit_code == 1
-    assert "security.protocol" in bad_option.stderr
+    assert bad_option.exit_code == 2  # a wrong command line, as in replicate and transcode
+    assert ('a Kafka setting librdkafka refuses: Invalid value "SASL_PLAINTEXTT" for configuration property '
+            '"security.protocol"') in plain(bad_option.stderr)
 
 
 @pytest.mark.parametrize("arguments", [

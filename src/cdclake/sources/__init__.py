@@ -18,6 +18,8 @@ def open_source(*, captured: str | Path | None = None, kafka: Mapping[str, Any] 
     at least) named or matching ``topic_pattern``; all the captured topics where none are named."""
     if (captured is None) == (kafka is None):
         raise OptionError("give captured (a directory) or kafka (librdkafka settings), one of them")
+    if isinstance(topics, str):  # else read letter by letter: "shop" as the topics s, h, o, p
+        raise OptionError(f"topics is a list of topic names, not one string: topics=[{topics!r}]")
     if captured is not None:
         if topic_pattern is not None:
             raise OptionError("a topic pattern is for Kafka; name captured topics with topics")

@@ -12,6 +12,11 @@ first record. Each line of a segment is one record::
 
 Offsets rise within a partition and may have gaps (a compacted or filtered capture keeps its original
 offsets). Base64 keeps every byte of binary formats (Open Protocol, Avro) exact.
+
+Readers check all of it (:func:`read_partition`, which ``decode --captured`` and the Spark executors
+both use, and :func:`partition_extent`, which plans what a job reads): a record out of order, out of
+shape or in a wrongly named file is refused with a :class:`CaptureError` naming its file and line, never
+skipped, since a planner that trusts the layout would otherwise lose records without a word.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +38,14 @@ from cdclake.sources.ranges import OffsetRange, PartitionExtent
 
 SEGMENT_RECORDS = 100_000
 _SEGMENT_DIGITS = 20
+# Names in ASCII digits only: str.isdigit() takes "²" (which int() refuses) and "١" (which int() reads as
+# 1). A partition has one spelling, so that "01" cannot be read as partition 1 a second time.
+_DIGITS = re.compile(r"[0-9]+")
+_PARTITION_NAME = re.compile(r"0|[1-9][0-9]*")
+_SEGMENT_SUFFIX = ".jsonl"
+_MAX_OFFSET = 2**63 - 1  # Kafka's offsets are signed 64-bit
+# Spark keeps a timestamp as microseconds in 64 bits; a larger millisecond count would overflow there.
+_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
 
 
 class CaptureError(CdclakeError):
@@ -55,8 +69,24 @@ def partition_dir(root: Path, topic: str, partition: int) -> Path:
     return root / topic / str(partition)
 
 
-def _segments(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.glob("*.jsonl") if p.stem.isdigit())
+def is_partition_name(name: str) -> bool:
+    return _PARTITION_NAME.fullmatch(name) is not None
+
+
+def is_segment_name(name: str) -> bool:
+    return name.endswith(_SEGMENT_SUFFIX) and _DIGITS.fullmatch(name.removesuffix(_SEGMENT_SUFFIX)) is not None
+
+
+def _segments(directory: Path) -> list[tuple[int, Path]]:
+    """A partition's segments with their base offsets, in offset order (not name order: ``9.jsonl``
+    comes before ``10.jsonl``). A ``.jsonl`` file otherwise named is refused rather than left unread."""
+    found = []
+    for path in directory.glob(f"*{_SEGMENT_SUFFIX}"):
+        if not is_segment_name(path.name):
+            raise CaptureError(f"{path}: not a segment: a segment is named by its first offset in ASCII digits "
+                               f"({0:0{_SEGMENT_DIGITS}d}{_SEGMENT_SUFFIX})")
+        found.append((int(path.name.removesuffix(_SEGMENT_SUFFIX)), path))
+    return sorted(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +106,15 @@ def cut_torn_line(root: Path, topic: str, partition: int) -> TornLine | None:
     segments = _segments(partition_dir(Path(root), topic, partition))
     if not segments:
         return None
-    with segments[-1].open("r+b") as handle:
+    _, last = segments[-1]
+    with last.open("r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
         end = _end_of_last_line(handle, size)
         if end == size:
             return None
         handle.truncate(end)
         os.fsync(handle.fileno())
-    return TornLine(segments[-1], size - end)
+    return TornLine(last, size - end)
 
 
 def _end_of_last_line(handle: BinaryIO, size: int) -> int:
@@ -207,68 +238,145 @@ def topics(root: Path) -> list[str]:
 
 
 def partitions(root: Path, topic: str) -> list[int]:
+    """The partitions of a captured topic; a folder in it not named as a partition is refused."""
     directory = Path(root) / topic
     if not directory.is_dir():
         raise CaptureError(f"no captured topic {topic!r} under {root}")
-    return sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
+    found = []
+    for path in directory.iterdir():
+        if not path.is_dir():
+            continue
+        if not is_partition_name(path.name):
+            raise CaptureError(f"{directory} holds {path.name!r}, which is not a partition directory (named by "
+                               "its number in ASCII digits: 0, 1, 2 ...)")
+        found.append(int(path.name))
+    return sorted(found)
 
 
 def partition_extent(root: Path, topic: str, partition: int) -> PartitionExtent | None:
-    """First offset and high watermark of a captured partition, or None where it holds nothing."""
+    """First offset and high watermark of a captured partition, or None where it holds nothing.
+
+    Only the last segment is read (the extent is asked for every batch); the records before it are
+    checked where they are read (:func:`read_partition`)."""
     segments = _segments(partition_dir(Path(root), topic, partition))
     if not segments:
         return None
-    last, last_number = None, 0
-    with segments[-1].open("rb") as handle:
+    low, (base, segment) = segments[0][0], segments[-1]
+    last, where = None, ""
+    with segment.open("rb") as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
-                last, last_number = line, number
+                last, where = line, f"{segment}:{number}"
     if last is None:
-        return PartitionExtent(int(segments[0].stem), int(segments[-1].stem))
-    try:
-        last_offset = int(orjson.loads(last)["offset"])
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise CaptureError(f"{segments[-1]}:{last_number}: not a captured record: {exc}") from exc
-    return PartitionExtent(int(segments[0].stem), last_offset + 1)
+        return PartitionExtent(low, base)
+    offset = _offset(_record(last, where), where)
+    if offset < base:
+        # Else the extent would end below the segment's name, and a job would never read it.
+        raise CaptureError(f"{where}: offset {offset} is below {base}, the first offset the segment's name gives")
+    return PartitionExtent(low, offset + 1)
 
 
 def read_partition(root: Path, topic: str, partition: int, start: int = 0, end: int | None = None
                    ) -> Iterator[RawMessage]:
-    """The records of one partition with ``start <= offset < end``, in offset order."""
+    """The records of one partition with ``start <= offset < end``, in offset order.
+
+    Every segment touched is checked to its end, past ``end`` too: a record below one the range stopped
+    at would otherwise be left behind unseen, by this range and by every later one."""
     segments = _segments(partition_dir(Path(root), topic, partition))
-    bases = [int(p.stem) for p in segments]
-    for i, segment in enumerate(segments):
-        next_base = bases[i + 1] if i + 1 < len(bases) else None
+    for i, (base, segment) in enumerate(segments):
+        next_base = segments[i + 1][0] if i + 1 < len(segments) else None
         if next_base is not None and next_base <= start:
             continue
-        if end is not None and bases[i] >= end:
+        if end is not None and base >= end:
             return
-        yield from _read_segment(segment, topic, partition, start, end)
+        yield from _read_segment(segment, (base, next_base), topic, partition, start, end)
 
 
-def _read_segment(segment: Path, topic: str, partition: int, start: int, end: int | None) -> Iterator[RawMessage]:
+def _read_segment(segment: Path, bounds: tuple[int, int | None], topic: str, partition: int, start: int,
+                  end: int | None) -> Iterator[RawMessage]:
+    """The segment's records in the range; ``bounds``: its base offset and the next segment's, if any."""
+    previous = None
     with segment.open("rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             where = f"{segment}:{number}"
-            try:
-                record = orjson.loads(line)
-                offset = int(record["offset"])
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise CaptureError(f"{where}: not a captured record: {exc}") from exc
-            if offset < start:
-                continue
-            if end is not None and offset >= end:
-                return
-            headers = tuple((str(name), _unb64(data, where) or b"") for name, data in record.get("headers") or ())
-            yield RawMessage(
-                key=_unb64(record.get("key"), where),
-                value=_unb64(record.get("value"), where),
-                origin=Origin(topic=topic, partition=partition, offset=offset),
-                timestamp_ms=record.get("timestamp"),
-                headers=headers,
-            )
+            record = _record(line, where)
+            offset = _offset(record, where)
+            _check_order(offset, previous, bounds, where)
+            previous = offset
+            if offset >= start and (end is None or offset < end):
+                yield _message(record, Origin(topic=topic, partition=partition, offset=offset), where)
+
+
+def _check_order(offset: int, previous: int | None, bounds: tuple[int, int | None], where: str) -> None:
+    base, next_base = bounds
+    if previous is None and offset != base:
+        raise CaptureError(f"{where}: offset {offset} opens a segment named {base}; a segment is named by the "
+                           "offset of its first record")
+    if previous is not None and offset <= previous:
+        raise CaptureError(f"{where}: offset {offset} follows offset {previous}; offsets must rise within a "
+                           "partition")
+    if next_base is not None and offset >= next_base:
+        raise CaptureError(f"{where}: offset {offset} is not below {next_base}, where the next segment starts")
+
+
+def _json(value: Any) -> str:
+    """``value`` as the file spells it, cut short: for messages."""
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _record(line: bytes, where: str) -> dict[str, Any]:
+    """One line's record, its fields checked against the layout (its offset by :func:`_offset`). Fields
+    other than these are ignored; ``key``, ``value``, ``timestamp`` and ``headers`` may be left out."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise CaptureError(f"{where}: not a captured record: {exc}") from exc
+    if not isinstance(record, dict):
+        raise CaptureError(f"{where}: not a captured record: {_json(record)} is not a JSON object")
+    timestamp = record.get("timestamp")
+    if timestamp is not None and not (_is_int(timestamp) and abs(timestamp) <= _MAX_TIMESTAMP_MS):
+        raise CaptureError(f"{where}: timestamp {_json(timestamp)} is not epoch milliseconds (an integer) or null")
+    for name in ("key", "value"):
+        if not isinstance(record.get(name), str | None):
+            raise CaptureError(f"{where}: {name} {_json(record[name])} is not base64 text or null")
+    headers = record.get("headers")
+    if headers is not None and not (isinstance(headers, list) and all(map(_is_header, headers))):
+        raise CaptureError(f"{where}: headers {_json(headers)} are not a list of [name, base64 value] pairs")
+    return record
+
+
+def _offset(record: dict[str, Any], where: str) -> int:
+    if "offset" not in record:
+        raise CaptureError(f"{where}: not a captured record: no offset")
+    offset = record["offset"]
+    if not _is_int(offset):
+        raise CaptureError(f"{where}: offset {_json(offset)} is not an integer")
+    if offset < 0:
+        raise CaptureError(f"{where}: offset {offset} is negative")
+    if offset > _MAX_OFFSET:
+        raise CaptureError(f"{where}: offset {offset} is beyond Kafka's offsets (at most {_MAX_OFFSET})")
+    return int(offset)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON's true is no number
+
+
+def _is_header(pair: Any) -> bool:
+    return isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str | None)
+
+
+def _message(record: dict[str, Any], origin: Origin, where: str) -> RawMessage:
+    return RawMessage(
+        key=_unb64(record.get("key"), where),
+        value=_unb64(record.get("value"), where),
+        origin=origin,
+        timestamp_ms=record.get("timestamp"),
+        headers=tuple((name, _unb64(data, where) or b"") for name, data in record.get("headers") or ()),
+    )
 
 
 class CapturedTopics:

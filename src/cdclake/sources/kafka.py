@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from cdclake.errors import CdclakeError
+from cdclake.errors import CdclakeError, OptionError
 from cdclake.model import Origin, RawMessage
 from cdclake.sources.ranges import OffsetRange, PartitionExtent
 
@@ -40,12 +40,26 @@ def _consumer(config: Mapping[str, Any]) -> Consumer:
     return Consumer(settings)
 
 
+def check_settings(config: Mapping[str, Any]) -> None:
+    """Refuse a setting librdkafka does not take (an unknown name, a value out of its range) with its
+    reason, before anything else is done: librdkafka judges them only where a client is made, and that
+    is inside a batch, or on a Spark executor. The client made here has no brokers, so it asks none, and
+    logs nothing (a producer setting's warning is left to the clients that do the work)."""
+    try:
+        _consumer({"log_level": 0, **{k: v for k, v in config.items() if k != "bootstrap.servers"}}).close()
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        reason = error.str() if isinstance(error, KafkaError) else str(error)
+        raise OptionError(f"a Kafka setting librdkafka refuses: {reason}") from None
+
+
 class KafkaTopics:
     """Topics named, or matching a regular expression, on one Kafka cluster."""
 
     def __init__(self, config: Mapping[str, Any], names: list[str] | None = None, pattern: str | None = None) -> None:
         if (names is None) == (pattern is None):
             raise ValueError("give topic names or a pattern, not both or neither")
+        check_settings(config)
         self.config = dict(config)
         self.names = names
         self.pattern = re.compile(pattern) if pattern is not None else None

@@ -11,8 +11,7 @@ from urllib.parse import urlsplit
 
 from cdclake.errors import OptionError
 from cdclake.model import RawMessage
-from cdclake.sources.captured import CapturedTopics, partition_extent
-from cdclake.sources.captured import partitions as captured_partitions
+from cdclake.sources.captured import CapturedTopics, is_partition_name, partition_extent
 from cdclake.sources.kafka import KafkaTopics
 from cdclake.sources.ranges import Source
 from cdclake.transcode.spec import TranscodeError
@@ -100,8 +99,9 @@ class Location:
         directory = self.root / self.topic
         if not directory.is_dir():
             raise OptionError(f"{directory}: no captured topic there")
-        if not captured_partitions(self.root, self.topic):
-            inside = sorted(p.name for p in directory.iterdir() if p.is_dir())
+        inside = sorted(p.name for p in directory.iterdir() if p.is_dir())
+        # Only where no folder is a partition: a stray folder among partitions is the reader's to refuse.
+        if not any(map(is_partition_name, inside)):
             hint = f" (a root of captured topics? its topics: {', '.join(inside)})" if inside else ""
             raise OptionError(f"{directory}: no partition directories (0/, 1/ ...) there{hint}; name the captured "
                               "topic's own directory, ROOT/TOPIC")
