@@ -69,7 +69,8 @@ class LocalKafka:
 
     def create_topic(self, name: str, partitions: int) -> None:
         """A new topic of ``partitions`` partitions, there for every client once this returns."""
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.cimpl import NewTopic  # where confluent-kafka defines it
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
