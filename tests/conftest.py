@@ -42,9 +42,10 @@ def kafka(kafka_broker: LocalKafka) -> Iterator[Kafka]:
 # what each means). The fast loop is `python3 -m pytest -q -m "not spark"`.
 _SPARK_FILES = ("tests/spark/", "tests/test_examples.py")
 _SLOW_FILES = ("tests/spark/test_crash.py", "tests/spark/test_cluster.py", "tests/test_examples.py")
-# What CI runs on Spark 3.5 as well: replication end to end, the API, the streaming example, crashes.
+# What CI runs on Spark 3.5 as well: replication end to end, the API, the examples, crashes, and the demo
+# on separate executors from an interpreter nobody named to Spark.
 _CORE_FILES = ("tests/spark/test_replicate.py", "tests/spark/test_api.py", "tests/spark/test_crash.py",
-               "tests/spark/test_session.py", "tests/test_examples.py")
+               "tests/spark/test_session.py", "tests/spark/test_cluster.py", "tests/test_examples.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

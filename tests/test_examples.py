@@ -14,7 +14,7 @@ pytest.importorskip("pyspark")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-@pytest.mark.parametrize("script", ["batch_job.py", "streaming_job.py"])
+@pytest.mark.parametrize("script", ["batch_job.py", "streaming_job.py", "kafka_job.py"])
 def test_the_example_runs_and_its_tables_equal_the_upstream(script: str, tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, str(EXAMPLES / script), str(tmp_path)], capture_output=True, text=True,
                          timeout=900)

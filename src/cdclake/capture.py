@@ -26,7 +26,7 @@ from cdclake.sources.captured import (
     is_segment_name,
     partition_dir,
 )
-from cdclake.sources.kafka import KafkaSourceError, KafkaTopics
+from cdclake.sources.kafka import KafkaTopics
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, plan_ranges
 
 # How often a copy reports progress, in records: often enough for a live display, rarely enough to cost
@@ -92,7 +92,7 @@ class KafkaCapture:
     def plan(self, max_records: int | None = None) -> list[OffsetRange]:
         """The ranges that bring every selected partition up to its high watermark now, at most
         ``max_records`` offsets in all, shared evenly between the partitions."""
-        extents = self._kafka_extents()
+        extents = self.kafka.extents()
         positions = {}
         for (topic, partition), extent in extents.items():
             self.partitions.setdefault((topic, partition), PartitionCapture(topic, partition))
@@ -144,20 +144,6 @@ class KafkaCapture:
         if topic not in self._writers:
             self._writers[topic] = CapturedTopicWriter(self.root, topic, self._segment_records)
         return self._writers[topic]
-
-    def _kafka_extents(self) -> dict[tuple[str, int], PartitionExtent]:
-        brokers = self.kafka.config.get("bootstrap.servers")
-        try:
-            extents = self.kafka.extents()
-        except KafkaSourceError as exc:
-            raise KafkaSourceError(f"Kafka at {brokers}: {exc}") from exc
-        if self.kafka.pattern is not None and not extents:
-            raise KafkaSourceError(f"no topic at Kafka {brokers} matches {self.kafka.pattern.pattern!r}")
-        found = {topic for topic, _ in extents}
-        missing = [name for name in self.kafka.names or () if name not in found]
-        if missing:
-            raise KafkaSourceError(f"Kafka at {brokers} has no topic {', '.join(map(repr, missing))}")
-        return extents
 
     def _check_continues(self, topic: str, partition: int, position: int, extent: PartitionExtent) -> None:
         """Refuse a capture that Kafka's partition cannot continue without a hole or a second history."""

@@ -11,9 +11,9 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, Group
@@ -24,7 +24,14 @@ from cdclake.errors import CdclakeError
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
 from cdclake.spark.replicate import BatchReport, Replicator
 from cdclake.spark.replicate import status as job_status
-from cdclake.spark.session import build_session
+from cdclake.spark.session import build_session, new_log_file
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from cdclake.sources.ranges import Source
+    from cdclake.spark.verify import TableComparison
+    from cdclake.workload import Stream
 
 _console = Console(stderr=True, highlight=False)
 
@@ -48,6 +55,16 @@ def _settings(config: Path | None, overrides: dict[str, dict[str, Any]]) -> JobS
 
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE", help="Job settings (TOML).")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", help="Spark's own log on the terminal, not in a file.")]
+
+
+def cli_session(master: str | None, verbose: bool, **settings: Any) -> SparkSession:
+    """:func:`build_session` for a command: unless ``verbose``, Spark's log goes to a new file, named
+    on stderr, and the terminal keeps the command's own output."""
+    log_file = None if verbose else new_log_file()
+    if log_file is not None:
+        _console.print(f"[dim]Spark's log: {log_file}[/]")
+    return build_session(master, log_file=log_file, **settings)
 
 
 def replicate(
@@ -72,6 +89,7 @@ def replicate(
     unresolved_tail: Annotated[str | None, typer.Option("--unresolved-tail", help="keep or apply.")] = None,
     on_bad_message: Annotated[str | None, typer.Option("--on-bad-message", help="dead-letter or fail.")] = None,
     once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit.")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Keep Iceberg tables in step with a TiCDC or DataWorks stream."""
     kafka = _pairs(kafka_option, "'--kafka-option'")
@@ -87,8 +105,14 @@ def replicate(
                   "on-bad-message": on_bad_message},
     }
     settings = _settings(config, overrides)
-    spark = build_session(settings.master, catalog=settings.replicate.catalog, warehouse=settings.warehouse,
-                          conf=settings.spark_conf)
+    try:
+        # An unreachable broker or a topic that is not there, said before Spark starts or a table is made.
+        settings.source.extents()
+    except CdclakeError as exc:
+        _console.print(f"[bold red]error[/]: {exc}")
+        raise typer.Exit(1) from None
+    spark = cli_session(settings.master, verbose, catalog=settings.replicate.catalog, warehouse=settings.warehouse,
+                        conf=settings.spark_conf)
     try:
         replicator = Replicator(spark, settings.source, settings.replicate)
         stop = threading.Event()
@@ -106,6 +130,7 @@ def status(
     config: ConfigOption = None,
     warehouse: Annotated[Path | None, typer.Option("--warehouse", metavar="DIR")] = None,
     catalog: Annotated[str | None, typer.Option("--catalog")] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and lag."""
     try:
@@ -116,9 +141,9 @@ def status(
     except CdclakeError as exc:
         raise typer.BadParameter(str(exc)) from exc
     lake = sections["lake"]
-    spark = build_session(lake.get("master", "local[2]") or None, catalog=lake.get("catalog", "lake"),
-                          warehouse=Path(lake.get("warehouse", "warehouse")),
-                          conf={k: str(v) for k, v in lake.get("spark", {}).items()})
+    spark = cli_session(lake.get("master", "local[2]") or None, verbose, catalog=lake.get("catalog", "lake"),
+                        warehouse=Path(lake.get("warehouse", "warehouse")),
+                        conf={k: str(v) for k, v in lake.get("spark", {}).items()})
     try:
         found = job_status(spark, lake.get("catalog", "lake"), lake.get("namespace", "cdclake"), source)
     finally:
@@ -194,51 +219,100 @@ def _summary(reports: list[BatchReport]) -> str:
             f"{seconds:.1f}s ({rate:,.0f} records/s); resolved ts {resolved}")
 
 
+DEMO_MARK = ".cdclake-demo"
+
+
 def demo(
     format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
                                              help="open, canal-json, simple, simple-avro, dataworks.")] = "canal-json",
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                      help="Format option under its upstream name.")] = None,
     directory: Annotated[Path, typer.Option("--dir", metavar="DIR", help="Where the stream and the warehouse "
-                                            "go (replaced).")] = Path("cdclake-demo"),
+                                            "go: a new or empty directory, or an earlier demo's (replaced).")]
+    = Path("cdclake-demo"),
     transactions: Annotated[int, typer.Option("--transactions", help="Upstream transactions to simulate.")] = 300,
-    seed: Annotated[int, typer.Option("--seed")] = 7,
-    master: Annotated[str, typer.Option("--master")] = "local[2]",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated upstream.")] = 7,
+    master: Annotated[str, typer.Option("--master", help="Spark master, e.g. local[4].")] = "local[2]",
+    kafka: Annotated[bool, typer.Option("--kafka", help="Stream through a Kafka broker started for the demo "
+                                        "(Apache Kafka from Maven Central, on 127.0.0.1), not through files.")]
+    = False,
+    bootstrap_servers: Annotated[str | None, typer.Option(
+        "--bootstrap-servers", "-b", metavar="HOST:PORT",
+        help="Stream through your own Kafka instead: the demo creates a new topic there.")] = None,
+    verbose: VerboseOption = False,
 ) -> None:
-    """Simulate an upstream database, stream it in FORMAT to a captured topic, replicate it into a local
-    Iceberg warehouse, and compare every table with the upstream."""
-    import shutil
-
-    from cdclake.sources.captured import CapturedTopics
+    """Simulate an upstream database, stream it in FORMAT to a captured topic (or Kafka), replicate it into
+    a local Iceberg warehouse, and compare every table with the upstream."""
     from cdclake.spark.replicate import ReplicateConfig
     from cdclake.spark.verify import compare_tables, lake_name_in
-    from cdclake.workload import Workload, WorkloadSpec, produce, write_captured
+    from cdclake.workload import Workload, WorkloadSpec, produce
 
     options = _pairs(option, "'--option'")
     if format_name == "canal-json":
         options.setdefault("enable-tidb-extension", "true")
     console = Console(highlight=False)
-    shutil.rmtree(directory, ignore_errors=True)
+    _fresh_demo_directory(directory)
     workload = Workload(WorkloadSpec(seed=seed, transactions=transactions, rename_table=True))
     try:
         stream = produce(workload, format_name, options, duplicates=2)
     except CdclakeError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    write_captured(stream, directory / "stream", stream.topic)
     for line in (*workload.summary().lines(), *stream.lines()):
         console.print(line)
-    spark = build_session(master, warehouse=directory / "warehouse")
-    try:
-        spark.sparkContext.setLogLevel("ERROR")
+    with ExitStack() as stack:
+        source = _demo_source(stream, directory, kafka or bootstrap_servers is not None, bootstrap_servers, stack)
+        spark = cli_session(master, verbose, warehouse=directory / "warehouse")
+        stack.callback(spark.stop)
         config = ReplicateConfig(format_name, stream.codec_options, max_batch_records=max(1000, len(stream) // 3))
-        replicator = Replicator(spark, CapturedTopics(directory / "stream"), config)
+        replicator = Replicator(spark, source, config)
         with _LiveDisplay() as display:
             reports = replicator.run(once=True, on_batch=display.update)
         console.print(_summary(reports))
         expected = workload.oracle().carried(format_name, stream.codec_options)
         comparisons = compare_tables(spark, expected.tables, lake_name_in(config.catalog))
-    finally:
-        spark.stop()
+    _print_comparisons(console, comparisons)
+    if not all(c.equal for c in comparisons):
+        raise typer.Exit(1)
+    console.print(f"every table equals the upstream; warehouse in {directory / 'warehouse'}")
+
+
+def _fresh_demo_directory(directory: Path) -> None:
+    """``directory`` made empty and marked as a demo's: refused where it holds anything but an earlier
+    demo, since a mistyped --dir must not delete a user's files."""
+    import shutil
+
+    if directory.exists() and any(directory.iterdir()):
+        if not (directory / DEMO_MARK).exists():
+            raise typer.BadParameter(f"{directory} holds files of its own, not an earlier demo's: name a new or "
+                                     "empty directory", param_hint="'--dir'")
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / DEMO_MARK).write_text("made by cdclake demo, which replaces this directory when run again\n")
+
+
+def _demo_source(stream: Stream, directory: Path, kafka: bool, bootstrap: str | None, stack: ExitStack) -> Source:
+    """The demo's stream as a source: a captured topic under ``directory``, or a new topic on Kafka (a
+    broker started here and stopped with ``stack`` unless ``bootstrap`` names one)."""
+    from cdclake.sources.captured import CapturedTopics
+    from cdclake.sources.kafka import KafkaTopics, create_topic
+    from cdclake.workload import produce_to_kafka, write_captured
+
+    if not kafka:
+        write_captured(stream, directory / "stream", stream.topic)
+        return CapturedTopics(directory / "stream")
+    if bootstrap is None:
+        from cdclake.localkafka import LocalKafka
+
+        bootstrap = stack.enter_context(LocalKafka()).bootstrap
+        _console.print(f"[dim]Kafka broker started at {bootstrap}[/]")
+    config = {"bootstrap.servers": bootstrap}
+    topic = f"{stream.topic}-{time.strftime('%Y%m%d%H%M%S')}"
+    create_topic(config, topic, len(stream.partitions))
+    produce_to_kafka(stream, config, topic)
+    return KafkaTopics(config, names=[topic])
+
+
+def _print_comparisons(console: Console, comparisons: list[TableComparison]) -> None:
     table = Table("upstream", "lake table", "rows", "missing", "unexpected", "verdict", title="Lake vs upstream")
     for c in comparisons:
         verdict = "[green]equal[/]" if c.equal else "[red]differs[/] " + "; ".join(c.column_differences)
@@ -247,6 +321,3 @@ def demo(
     for c in comparisons:
         for example in c.examples:
             console.print(f"{c.upstream}: {example}")
-    if not all(c.equal for c in comparisons):
-        raise typer.Exit(1)
-    console.print(f"every table equals the upstream; warehouse in {directory / 'warehouse'}")

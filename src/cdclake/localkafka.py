@@ -27,6 +27,7 @@ from types import TracebackType
 
 from cdclake.errors import CdclakeError
 from cdclake.maven import resolve
+from cdclake.sources.kafka import create_topic
 
 KAFKA_BROKER = "org.apache.kafka:kafka_2.13:4.1.2"
 START_TIMEOUT_S = 60.0
@@ -69,14 +70,7 @@ class LocalKafka:
 
     def create_topic(self, name: str, partitions: int) -> None:
         """A new topic of ``partitions`` partitions, there for every client once this returns."""
-        from confluent_kafka.admin import AdminClient
-        from confluent_kafka.cimpl import NewTopic  # where confluent-kafka defines it
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
-        deadline = time.monotonic() + 30
-        while name not in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
-            time.sleep(0.05)
+        create_topic({"bootstrap.servers": self.bootstrap}, name, partitions)
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
@@ -172,6 +166,9 @@ def _server_properties(data: Path, broker_port: int, controller_port: int, extra
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # Keep every record while the broker runs: simulated streams carry commit times long past, and
+        # retention by time would delete them half a minute after start.
+        "log.retention.ms": "-1",
         **extra,
     }
     return "".join(f"{key}={value}\n" for key, value in settings.items())

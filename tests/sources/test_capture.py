@@ -183,8 +183,9 @@ def test_a_missing_topic_is_named_with_the_brokers(kafka: Kafka, tmp_path: Path)
 
 
 def test_an_unreachable_broker_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(cdclake.sources.kafka, "_TIMEOUT_S", 0.5)
-    with pytest.raises(KafkaSourceError, match=r"Kafka at 127\.0\.0\.1:1: .*Broker transport failure"):
+    monkeypatch.setattr(cdclake.sources.kafka, "_METADATA_TIMEOUT_S", 0.5)
+    with pytest.raises(KafkaSourceError, match=r"Kafka at 127\.0\.0\.1:1 did not list the partitions of 't': "
+                                               ".*Broker transport failure"):
         KafkaCapture({"bootstrap.servers": "127.0.0.1:1"}, tmp_path, ["t"]).run()
 
 

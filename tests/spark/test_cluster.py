@@ -2,7 +2,9 @@
 each with its own Python workers, so decoding, the carried messages and the per-table MERGEs must
 travel in the tasks and the state table, not in anything the driver process holds.
 
-It runs ``cdclake demo`` as a user would, in a process of its own (one Spark session per process).
+It runs ``cdclake demo --kafka`` as a user would, in a process of its own (one Spark session per
+process): the executors read their offset ranges from a real Kafka broker the demo starts. The test
+sets no ``PYSPARK_PYTHON``: the session must give the executors the driver's interpreter itself.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from pathlib import Path
 def test_the_demo_replicates_on_separate_executor_processes(tmp_path: Path) -> None:
     # Simple protocol: rows decode only against the schema messages before them on their partition.
     command = [str(Path(sys.executable).with_name("cdclake")), "demo", "--format", "simple", "--transactions", "40",
-               "--master", "local-cluster[2,1,1024]", "--dir", str(tmp_path / "demo")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYSPARK_PYTHON": sys.executable, "COLUMNS": "200"})
+               "--master", "local-cluster[2,1,1024]", "--dir", str(tmp_path / "demo"), "--kafka"]
+    environment = {name: value for name, value in os.environ.items() if name != "PYSPARK_PYTHON"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**environment, "COLUMNS": "200"})
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "every table equals the upstream" in done.stdout
+    # Spark's own log went to the file the command named, not to the terminal.
+    output = done.stdout + done.stderr
+    assert "Spark's log: " in done.stderr
+    assert not [line for line in output.splitlines() if " WARN " in line or "[Stage " in line], output[-4000:]

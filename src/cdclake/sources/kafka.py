@@ -20,6 +20,8 @@ from cdclake.model import Origin, RawMessage
 from cdclake.sources.ranges import OffsetRange, PartitionExtent
 
 _TIMEOUT_S = 30.0
+# How long the driver waits for a broker's metadata: an unreachable broker is reported in seconds.
+_METADATA_TIMEOUT_S = 10.0
 _POLL_S = 0.5
 _BATCH = 1000
 
@@ -35,6 +37,9 @@ def _consumer(config: Mapping[str, Any]) -> Consumer:
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "enable.partition.eof": True,
+        # librdkafka logs every failed connection attempt to stderr, hundreds for an unreachable
+        # broker; its errors reach us as exceptions anyway. A user's own log_level wins.
+        "log_level": 0,
         **config,
     }
     return Consumer(settings)
@@ -53,6 +58,23 @@ def check_settings(config: Mapping[str, Any]) -> None:
         raise OptionError(f"a Kafka setting librdkafka refuses: {reason}") from None
 
 
+def create_topic(config: Mapping[str, Any], name: str, partitions: int) -> None:
+    """A new topic of ``partitions`` partitions (one replica each) on the cluster of ``config``, there
+    for every client once this returns."""
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic  # where confluent-kafka defines it
+
+    admin = AdminClient({"log_level": 0, **config})
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=_TIMEOUT_S)
+    except KafkaException as exc:
+        raise KafkaSourceError(f"Kafka at {config.get('bootstrap.servers')} did not create topic {name!r}: "
+                               f"{exc.args[0].str() if exc.args else exc}") from None
+    deadline = time.monotonic() + _TIMEOUT_S
+    while name not in admin.list_topics(timeout=_METADATA_TIMEOUT_S).topics and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 class KafkaTopics:
     """Topics named, or matching a regular expression, on one Kafka cluster."""
 
@@ -65,10 +87,15 @@ class KafkaTopics:
         self.pattern = re.compile(pattern) if pattern is not None else None
 
     def extents(self) -> dict[tuple[str, int], PartitionExtent]:
+        """Every partition of the topics wanted, with its offsets; an error where a named topic does
+        not exist or the pattern matches none, since a job reading nothing would otherwise end as if
+        it had caught up."""
+        brokers = self.config.get("bootstrap.servers")
         consumer = _consumer(self.config)
         try:
-            metadata = consumer.list_topics(timeout=_TIMEOUT_S)
+            metadata = consumer.list_topics(timeout=_METADATA_TIMEOUT_S)
             wanted = [t for t in sorted(metadata.topics) if self._wants(t)]
+            self._check_found(brokers, wanted)
             found = {}
             for topic in wanted:
                 for partition in sorted(metadata.topics[topic].partitions):
@@ -76,9 +103,24 @@ class KafkaTopics:
                     found[(topic, partition)] = PartitionExtent(low, high)
             return found
         except KafkaException as exc:
-            raise KafkaSourceError(f"cannot list partitions of {self.names or self.pattern}: {exc}") from exc
+            error = exc.args[0] if exc.args else exc
+            reason = error.str() if isinstance(error, KafkaError) else str(error)
+            raise KafkaSourceError(f"Kafka at {brokers} did not list the partitions of {self._wanted()}: "
+                                   f"{reason}") from None
         finally:
             consumer.close()
+
+    def _check_found(self, brokers: Any, wanted: list[str]) -> None:
+        if self.pattern is not None and not wanted:
+            raise KafkaSourceError(f"no topic at Kafka {brokers} matches {self.pattern.pattern!r}")
+        missing = [name for name in self.names or () if name not in wanted]
+        if missing:
+            raise KafkaSourceError(f"Kafka at {brokers} has no topic {', '.join(map(repr, missing))}")
+
+    def _wanted(self) -> str:
+        if self.pattern is not None:
+            return f"the topics matching {self.pattern.pattern!r}"
+        return ", ".join(map(repr, self.names or ()))
 
     def _wants(self, topic: str) -> bool:
         if self.pattern is not None:

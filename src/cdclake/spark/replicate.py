@@ -133,6 +133,8 @@ class ReplicateConfig:
     expire_snapshots_every_s: float = 3600.0
 
     def __post_init__(self) -> None:
+        # A wrong format or option name is refused here, before a session or a table is touched.
+        get_codec(self.format).resolve(self.format_options)
         if self.unresolved_tail not in TAIL_CHOICES:
             raise OptionError(f"unresolved-tail={self.unresolved_tail!r}: one of {', '.join(TAIL_CHOICES)}")
         if self.on_bad_message not in BAD_MESSAGE_CHOICES:

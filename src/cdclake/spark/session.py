@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +25,49 @@ ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExt
 _JAR_SETTINGS = ("spark.jars", "spark.jars.packages")
 
 log = logging.getLogger(__name__)
+
+_LOG4J2 = """\
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+"""
+
+
+def new_log_file() -> Path:
+    """A new file for one run's Spark log, under the temporary directory's ``cdclake-logs``."""
+    directory = Path(tempfile.gettempdir()) / "cdclake-logs"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+
+
+def _logging_into(log_file: Path) -> dict[str, str]:
+    settings = log_file.with_suffix(".log4j2.properties")
+    settings.write_text(_LOG4J2.format(path=log_file))
+    return {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={settings.as_uri()}",
+    }
+
+
+@contextmanager
+def _stderr_into(log_file: Path) -> Iterator[None]:
+    """File descriptor 2 pointed at ``log_file`` meanwhile: a JVM started now keeps it as its stderr
+    for good (the JVM's own warnings, what Spark prints before its log is set up), while this
+    process gets its own stderr back."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
 
 
 def warehouse_location(warehouse: str | Path) -> str:
@@ -46,6 +92,7 @@ def build_session(
     catalog: str = DEFAULT_CATALOG,
     warehouse: str | Path = "warehouse",
     conf: Mapping[str, str] | None = None,
+    log_file: Path | None = None,
 ) -> SparkSession:
     """The active Spark session, or a new one with an Iceberg catalog; ``conf`` overrides any setting,
     so any other Spark catalog (REST, JDBC, Hive, Glue) is a matter of configuration.
@@ -57,7 +104,8 @@ def build_session(
     says otherwise, so a virtual environment's packages (pyarrow, cdclake) are there on the executors
     even when it is not activated; its driver, which runs the executors too, gets a heap of
     ``LOCAL_DRIVER_MEMORY`` rather than Spark's 1 GiB. Both take effect only in a process that has not
-    started Spark's JVM yet.
+    started Spark's JVM yet. With ``log_file`` (see :func:`new_log_file`) a new JVM's log and its
+    stderr go to that file, and no progress bars are drawn: the terminal keeps what the caller prints.
     """
     import pyspark
     from pyspark.sql import SparkSession
@@ -83,6 +131,7 @@ def build_session(
         "spark.sql.shuffle.partitions": "4",
         **iceberg_conf(catalog, warehouse),
         **jars,
+        **(_logging_into(log_file) if log_file is not None else {}),
         **given,
     }
     log.info("Spark %s with %s", pyspark.__version__, {k: settings[k] for k in _JAR_SETTINGS if k in settings})
@@ -91,4 +140,5 @@ def build_session(
         builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with _stderr_into(log_file) if log_file is not None else nullcontext():
+        return builder.getOrCreate()
