@@ -53,6 +53,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help, wrapped to the terminal: rich's tables cut long option names and words short ("--bootstr…")
+    # in 80 columns.
+    rich_markup_mode=None,
 )
 
 
@@ -179,7 +182,7 @@ def _captured_streams(root: Path, report: Report) -> list[Iterable[RawMessage]]:
         report.exit()
 
 
-@app.command()
+@app.command(short_help="Print the events of a stream's messages as JSON, one per line.")
 def decode(
     format_name: FormatOption,
     files: Annotated[
@@ -272,7 +275,7 @@ def _read_events(path: Path, report: Report) -> list[Event]:
     return events
 
 
-@app.command()
+@app.command(short_help="Write the messages of a format that carry event JSON.")
 def encode(
     format_name: FormatOption,
     events_file: Annotated[
@@ -328,7 +331,7 @@ def encode(
     report.exit()
 
 
-@app.command()
+@app.command(short_help="Save Kafka topics to a directory as captured topics.")
 def capture(
     bootstrap_servers: Annotated[
         str,
@@ -433,11 +436,12 @@ def capture(
     report.exit()
 
 
-app.command()(replicate)
-app.command()(status)
-app.command()(demo)
-app.command()(transcode)
-app.command()(produce)
+# The short help of each command in the command list: click would cut a docstring's first sentence.
+app.command(short_help="Keep Iceberg tables in step with a TiCDC or DataWorks stream.")(replicate)
+app.command(short_help="Show what a replication job has applied, and its lag.")(status)
+app.command(short_help="Simulate, stream, replicate and verify a database, all locally.")(demo)
+app.command(short_help="Transcode a stream from one format to another on Spark.")(transcode)
+app.command(short_help="Send a simulated upstream's stream in a format to a topic.")(produce)
 
 
 def main() -> None:
