@@ -289,6 +289,26 @@ def test_an_update_half_left_at_the_end_of_input_is_printed(tmp_path: Path) -> N
     assert (event.op, event.before, event.after) == (Op.UPDATE, {"id": 1, "v": 1}, None)
 
 
+def test_rows_still_waiting_for_their_schema_at_the_end_are_counted_and_exit_1(tmp_path: Path) -> None:
+    """Simple protocol rows whose BOOTSTRAP never came are printed as pending only: decode says how many
+    wait, per table, and exits 1; a row whose schema came later is released and not counted."""
+    lines = _sample_lines("simple")
+    orders = next(line for line in lines if b'"BOOTSTRAP"' in line and b'"table":"orders"' in line)
+    rows = [line for line in lines if b'"type":"INSERT"' in line]
+    stream = tmp_path / "simple.jsonl"
+    stream.write_bytes(b"\n".join(rows) + b"\n" + orders + b"\n")
+    result = run("decode", "--format", "simple", stream)
+    assert result.exit_code == 1, result.output
+    waiting = [e for e in events_of(result.stdout) if isinstance(e, PendingRow)]
+    released = [e for e in events_of(result.stdout) if isinstance(e, RowChange)]
+    assert released and all(e.table == "orders" for e in released)
+    assert len(waiting) - len(released) == 9
+    said = plain(result.stderr)
+    assert said.startswith("error: 9 rows still wait for a table schema at the end of the input")
+    assert "shop.customers version 448780566528000000 (3)" in said
+    assert "shop.orders version 448780566528000001" not in said  # its BOOTSTRAP came last
+
+
 @pytest.mark.parametrize(("source", "says"), [
     ('kafka = { "bootstrap.servers" = "127.0.0.1:1", "security.protocol" = "SASL_PLAINTEXTT" }\ntopics = ["shop"]',
      '[source]: a Kafka setting librdkafka refuses: Invalid value "SASL_PLAINTEXTT" for configuration property '

@@ -206,6 +206,12 @@ def test_every_kind_of_event_comes_back_equal(event: Event) -> None:
     assert loads_event(dumps_event(event)) == event
 
 
+def test_a_watermark_names_its_resolved_ts_commit_ts_like_every_other_event() -> None:
+    obj = event_to_json(Watermark(ts=449_000_000_000_000_000))
+    assert obj == {"kind": "watermark", "commit_ts": 449_000_000_000_000_000, "meta": {}}
+    assert event_from_json({"kind": "watermark", "commit_ts": 5}) == Watermark(ts=5)
+
+
 def test_bootstrap_carries_its_schema_at_the_top_level() -> None:
     obj = event_to_json(Bootstrap(schema=SCHEMA))
     assert obj["kind"] == "bootstrap"
@@ -228,8 +234,8 @@ def test_fields_with_defaults_may_be_left_out() -> None:
     [
         ([1], "expected an event object, got list"),
         ({"kind": "rows"}, "unknown event kind 'rows'; kinds: row, ddl, watermark"),
-        ({"kind": "watermark"}, "watermark event without field 'ts'"),
-        ({"kind": "watermark", "ts": "5"}, "expected ts as an integer, got '5'"),
+        ({"kind": "watermark"}, "watermark event without field 'commit_ts'"),
+        ({"kind": "watermark", "commit_ts": "5"}, "expected commit_ts as an integer, got '5'"),
         ({"kind": "row", "op": "upsert", "types": {}}, "expected op as one of insert, update, delete, got 'upsert'"),
         ({"kind": "row", "op": "insert", "database": "d", "table": "t", "before": None,
           "after": {"price": 1.5}, "types": {"price": "decimal(5,2)"}},
@@ -251,7 +257,7 @@ def test_a_bad_event_object_is_refused_with_the_reason(obj: Any, reason: str) ->
     assert reason in caught.value.reason
 
 
-@pytest.mark.parametrize("line", [b"{", b'{"kind":"watermark","ts":NaN}', b""])
+@pytest.mark.parametrize("line", [b"{", b'{"kind":"watermark","commit_ts":NaN}', b""])
 def test_a_line_that_is_not_json_is_refused(line: bytes) -> None:
     with pytest.raises(DecodeError, match="not JSON"):
         loads_event(line)

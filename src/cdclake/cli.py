@@ -3,7 +3,8 @@
 ``decode`` prints one JSON object per event on standard output (the form :mod:`cdclake.eventjson`
 documents) and one line per message it cannot decode on standard error; ``encode`` reads that JSON and
 writes the format's messages (see :mod:`cdclake.message_files` for the file layouts). Exit status: 0 when
-every message went through, 1 when some did not (the rest still did), 2 for a wrong command line.
+every message went through, 1 when some did not (the rest still did) or, for ``decode``, when Simple
+protocol rows still wait for their table's schema at the end of the input, 2 for a wrong command line.
 ``capture`` saves Kafka topics as captured topics; ``replicate``, ``status`` and ``demo`` (in
 :mod:`cdclake.cli_replicate`) run the replication job; ``transcode`` and ``produce`` (in
 :mod:`cdclake.cli_transcode`) the encoding side.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
@@ -43,7 +45,7 @@ from cdclake.message_files import (
     write_lines,
     write_message_directory,
 )
-from cdclake.model import Event, RawMessage
+from cdclake.model import Event, Origin, PendingRow, RawMessage, RowChange
 from cdclake.sources.captured import CaptureError, partitions, read_partition, topics
 
 _Part = TypeVar("_Part")
@@ -53,6 +55,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help, wrapped to the terminal: rich's tables cut long option names and words short ("--bootstr…")
+    # in 80 columns.
+    rich_markup_mode=None,
 )
 
 
@@ -179,7 +184,7 @@ def _captured_streams(root: Path, report: Report) -> list[Iterable[RawMessage]]:
         report.exit()
 
 
-@app.command()
+@app.command(short_help="Print the events of a stream's messages as JSON, one per line.")
 def decode(
     format_name: FormatOption,
     files: Annotated[
@@ -221,7 +226,9 @@ def decode(
     topics captured under --captured ROOT).
 
     A message that cannot be decoded is reported on standard error with its file and line (or topic,
-    partition and offset) and the reason; the others are still printed, and the exit status is 1.
+    partition and offset) and the reason; the others are still printed, and the exit status is 1. So is
+    it when Simple protocol rows still wait for their table's schema at the end of the input: they are
+    printed as pending events only, and standard error says how many.
     """
     files = files or []
     options = _parse_options(option or [], tz)
@@ -242,8 +249,10 @@ def decode(
     codec = get_codec(format_name)
     out = sys.stdout.buffer
     count = 0
+    pending: dict[Origin | None, PendingRow] = {}
     for stream in streams:
         decoder = _built(codec.make_decoder, codec, options)
+        waiting: dict[Origin | None, PendingRow] = {}  # the Simple protocol's rows still without a schema
         try:
             for message in stream:
                 count += 1
@@ -252,14 +261,40 @@ def decode(
                 except DecodeError as exc:
                     report.failure(exc.origin or message.origin, f"{exc.format_name}: {exc.reason}")
                     continue
+                _track_waiting(waiting, events)
                 out.write(b"".join(dumps_event(event) + b"\n" for event in events))
         except CaptureError as exc:  # a record the capture cannot read ends its partition
             report.failure(None, str(exc))
-        out.write(b"".join(dumps_event(event) + b"\n" for event in decoder.flush()))
+        flushed = decoder.flush()
+        _track_waiting(waiting, flushed)
+        out.write(b"".join(dumps_event(event) + b"\n" for event in flushed))
+        pending |= waiting
     out.flush()
     if report.failures:
         report.note(f"{report.failures} of {count} messages could not be decoded")
+    if pending:
+        _report_pending(report, list(pending.values()))
     report.exit()
+
+
+def _track_waiting(waiting: dict[Origin | None, PendingRow], events: Iterable[Event]) -> None:
+    """A row the decoder holds for its schema comes out as a PendingRow, and again as a RowChange of the
+    same origin when the schema arrives."""
+    for event in events:
+        if isinstance(event, PendingRow):
+            waiting[event.origin] = event
+        elif isinstance(event, RowChange) and waiting:
+            waiting.pop(event.origin, None)
+
+
+def _report_pending(report: Report, rows: list[PendingRow]) -> None:
+    """Rows still waiting for their table's schema at the end of the input: never printed as rows."""
+    report.failures += 1
+    tables = Counter(f"{row.database}.{row.table} version {row.schema_version}" for row in rows)
+    listed = ", ".join(f"{table} ({n})" for table, n in sorted(tables.items()))
+    report.console.print(Text.assemble(("error", "bold red"), f": {len(rows)} row{'s' * (len(rows) != 1)} still "
+                                       f"wait{'s' * (len(rows) == 1)} for a table schema at the end of the input "
+                                       f"(no BOOTSTRAP or DDL brought it): {listed}"))
 
 
 def _read_events(path: Path, report: Report) -> list[Event]:
@@ -272,7 +307,7 @@ def _read_events(path: Path, report: Report) -> list[Event]:
     return events
 
 
-@app.command()
+@app.command(short_help="Write the messages of a format that carry event JSON.")
 def encode(
     format_name: FormatOption,
     events_file: Annotated[
@@ -328,7 +363,7 @@ def encode(
     report.exit()
 
 
-@app.command()
+@app.command(short_help="Save Kafka topics to a directory as captured topics.")
 def capture(
     bootstrap_servers: Annotated[
         str,
@@ -433,11 +468,12 @@ def capture(
     report.exit()
 
 
-app.command()(replicate)
-app.command()(status)
-app.command()(demo)
-app.command()(transcode)
-app.command()(produce)
+# The short help of each command in the command list: click would cut a docstring's first sentence.
+app.command(short_help="Keep Iceberg tables in step with a TiCDC or DataWorks stream.")(replicate)
+app.command(short_help="Show what a replication job has applied, and its lag.")(status)
+app.command(short_help="Simulate, stream, replicate and verify a database, all locally.")(demo)
+app.command(short_help="Transcode a stream from one format to another on Spark.")(transcode)
+app.command(short_help="Send a simulated upstream's stream in a format to a topic.")(produce)
 
 
 def main() -> None:

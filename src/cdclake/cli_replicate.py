@@ -67,27 +67,42 @@ def cli_session(master: str | None, verbose: bool, **settings: Any) -> SparkSess
     return build_session(master, log_file=log_file, **settings)
 
 
+WarehouseOption = Annotated[Path | None, typer.Option("--warehouse", metavar="DIR",
+                                                      help="The Iceberg warehouse directory (default: warehouse).")]
+CatalogOption = Annotated[str | None, typer.Option("--catalog", metavar="NAME",
+                                                   help="The Spark catalog of the lake tables (default: lake).")]
+
+
 def replicate(
     config: ConfigOption = None,
     captured: Annotated[Path | None, typer.Option("--captured", metavar="DIR", help="Read a captured topic.")] = None,
     bootstrap_servers: Annotated[str | None, typer.Option("--bootstrap-servers", "-b", metavar="HOST:PORT",
                                                           help="Read from Kafka.")] = None,
-    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Topic name; repeatable.")] = None,
-    topic_pattern: Annotated[str | None, typer.Option("--topic-pattern", metavar="REGEX")] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", metavar="NAME",
+                                                    help="Topic name; repeatable.")] = None,
+    topic_pattern: Annotated[str | None, typer.Option("--topic-pattern", metavar="REGEX",
+                                                      help="Read every topic whose whole name matches.")] = None,
     kafka_option: Annotated[list[str] | None, typer.Option("--kafka-option", metavar="NAME=VALUE",
                                                            help="librdkafka setting; repeatable.")] = None,
-    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT")] = None,
+    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: open, "
+                                                    "canal-json, simple, simple-avro, dataworks.")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                      help="Format option under its upstream name.")] = None,
-    warehouse: Annotated[Path | None, typer.Option("--warehouse", metavar="DIR")] = None,
-    catalog: Annotated[str | None, typer.Option("--catalog")] = None,
-    master: Annotated[str | None, typer.Option("--master", help="Spark master, e.g. local[4].")] = None,
+    warehouse: WarehouseOption = None,
+    catalog: CatalogOption = None,
+    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4].")] = None,
     include: Annotated[str | None, typer.Option("--include", metavar="REGEX", help="database.table to keep.")] = None,
     exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="database.table to skip.")] = None,
-    max_records: Annotated[int | None, typer.Option("--max-records", help="Records per batch, at most.")] = None,
-    interval: Annotated[float | None, typer.Option("--interval", help="Seconds between polls when idle.")] = None,
-    unresolved_tail: Annotated[str | None, typer.Option("--unresolved-tail", help="keep or apply.")] = None,
-    on_bad_message: Annotated[str | None, typer.Option("--on-bad-message", help="dead-letter or fail.")] = None,
+    max_records: Annotated[int | None, typer.Option("--max-records", metavar="N",
+                                                    help="Records per batch, at most.")] = None,
+    interval: Annotated[float | None, typer.Option("--interval", metavar="SECONDS",
+                                                   help="Seconds between polls when idle.")] = None,
+    unresolved_tail: Annotated[str | None, typer.Option("--unresolved-tail", metavar="keep|apply",
+                                                        help="With --once, changes above the resolved ts once "
+                                                        "caught up: keep them for a later run, or apply them.")] = None,
+    on_bad_message: Annotated[str | None, typer.Option("--on-bad-message", metavar="dead-letter|fail",
+                                                       help="An undecodable message goes to the dead-letter "
+                                                       "table, or stops the job before its batch commits.")] = None,
     once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit.")] = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -128,8 +143,8 @@ def replicate(
 
 def status(
     config: ConfigOption = None,
-    warehouse: Annotated[Path | None, typer.Option("--warehouse", metavar="DIR")] = None,
-    catalog: Annotated[str | None, typer.Option("--catalog")] = None,
+    warehouse: WarehouseOption = None,
+    catalog: CatalogOption = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and lag."""

@@ -33,8 +33,8 @@ _FORMATS = ", ".join(FORMAT_NAMES)
 
 KafkaOption = Annotated[list[str] | None, typer.Option("--kafka-option", "-X", metavar="KEY=VALUE",
                                                        help="A librdkafka setting; repeatable.")]
-DispatcherOption = Annotated[str, typer.Option("--dispatcher", help="index-value (rows by key) or table "
-                                               "(each table to one partition).")]
+DispatcherOption = Annotated[str, typer.Option("--dispatcher", metavar="index-value|table",
+                                               help="Rows by their key's hash, or each table to one partition.")]
 RawChangeOption = Annotated[bool, typer.Option("--output-raw-change-event", help="Keep key-changing UPDATEs "
                                                "whole (with --dispatcher table).")]
 
@@ -62,17 +62,22 @@ def transcode(
     to_option: Annotated[list[str] | None, typer.Option("--to-option", metavar="NAME=VALUE",
                                                         help="Target format or producer option "
                                                         "(send-bootstrap-in-msg-count ...); repeatable.")] = None,
-    partitions: Annotated[int | None, typer.Option("--partitions", min=1, help="Target partitions (default: as "
-                                                   "many as the source has).")] = None,
+    partitions: Annotated[int | None, typer.Option("--partitions", min=1, metavar="N",
+                                                   help="Target partitions (default: as many as the source "
+                                                   "has).")] = None,
     dispatcher: DispatcherOption = "index-value",
     output_raw_change_event: RawChangeOption = False,
     kafka_option: KafkaOption = None,
-    max_records: Annotated[int, typer.Option("--max-records", min=1, help="New source records per batch, at "
-                                             "most.")] = 100_000,
-    on_bad_message: Annotated[str, typer.Option("--on-bad-message", help="dead-letter or fail.")] = "dead-letter",
+    max_records: Annotated[int, typer.Option("--max-records", min=1, metavar="N",
+                                             help="New source records per batch, at most.")] = 100_000,
+    on_bad_message: Annotated[str, typer.Option("--on-bad-message", metavar="dead-letter|fail",
+                                                    help="An undecodable message goes to the dead letters, or "
+                                                    "stops the job.")] = "dead-letter",
     once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit.")] = False,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls when idle.")] = 5.0,
-    master: Annotated[str | None, typer.Option("--master", help="Spark master, e.g. local[4].")] = "local[2]",
+    interval: Annotated[float, typer.Option("--interval", metavar="SECONDS",
+                                            help="Seconds between polls when idle.")] = 5.0,
+    master: Annotated[str | None, typer.Option("--master", metavar="URL",
+                                               help="Spark master, e.g. local[4].")] = "local[2]",
 ) -> None:
     """Transcode a stream from one format to another on Spark, by the target format's producer rules.
 
@@ -132,17 +137,18 @@ def produce(
                                                        "tables=10 ...; docs/workload.md); repeatable.")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                      help="Format or producer option; repeatable.")] = None,
-    partitions: Annotated[int, typer.Option("--partitions", min=1, help="Partitions of the topic.")] = 4,
+    partitions: Annotated[int, typer.Option("--partitions", min=1, metavar="N", help="Partitions of the topic.")] = 4,
     dispatcher: DispatcherOption = "index-value",
     output_raw_change_event: RawChangeOption = False,
-    watermark_interval_ms: Annotated[int, typer.Option("--watermark-interval-ms", min=1,
+    watermark_interval_ms: Annotated[int, typer.Option("--watermark-interval-ms", min=1, metavar="MS",
                                                        help="Upstream time between watermarks.")] = 1000,
     final_watermark: Annotated[bool, typer.Option("--final-watermark/--no-final-watermark",
                                                   help="End with a watermark past the last commit.")] = True,
-    duplicates: Annotated[int, typer.Option("--duplicates", min=0, help="Producer restarts re-sending what "
-                                            "they had sent since their checkpoint.")] = 0,
-    rate: Annotated[float, typer.Option("--rate", min=0, help="Messages per second, at most (0: as fast as "
-                                        "they come).")] = 0,
+    duplicates: Annotated[int, typer.Option("--duplicates", min=0, metavar="N",
+                                            help="Producer restarts re-sending what they had sent since their "
+                                            "checkpoint.")] = 0,
+    rate: Annotated[float, typer.Option("--rate", min=0, metavar="N",
+                                        help="Messages per second, at most (0: as fast as they come).")] = 0,
     kafka_option: KafkaOption = None,
 ) -> None:
     """Simulate an upstream database (docs/workload.md) and send its stream in FORMAT to a topic, by

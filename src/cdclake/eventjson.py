@@ -22,7 +22,7 @@ row            op (insert, update, delete), database, table, commit_ts, before, 
                {column: MySQL type text}, key_columns, schema_version, table_id, meta
 ddl            ddl_kind (``create table``, ``alter table`` ...), database, table, sql,
                commit_ts, schema_before, schema_after (schemas as below, or null), meta
-watermark      ts, meta
+watermark      commit_ts (the resolved ts), meta
 bootstrap      the schema's fields (database, table, table_id, schema_version, columns,
                indexes), meta
 heartbeat      ts_ms, meta
@@ -425,7 +425,7 @@ def event_to_json(event: Event) -> dict[str, Any]:
             }
             return _with_origin(obj, event.origin)
         case Watermark():
-            return _with_origin({"kind": "watermark", "ts": event.ts, "meta": dict(event.meta)}, event.origin)
+            return _with_origin({"kind": "watermark", "commit_ts": event.ts, "meta": dict(event.meta)}, event.origin)
         case Bootstrap():
             obj = {"kind": "bootstrap", **schema_to_json(event.schema), "meta": dict(event.meta)}
             return _with_origin(obj, event.origin)
@@ -540,7 +540,7 @@ def _ddl_from_json(obj: Mapping[str, Any]) -> Ddl:
 
 
 def _watermark_from_json(obj: Mapping[str, Any]) -> Watermark:
-    return Watermark(ts=_int(obj, "ts"), origin=_origin(obj), meta=_meta(obj))
+    return Watermark(ts=_int(obj, "commit_ts"), origin=_origin(obj), meta=_meta(obj))
 
 
 def _bootstrap_from_json(obj: Mapping[str, Any]) -> Bootstrap:

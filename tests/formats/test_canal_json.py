@@ -1392,6 +1392,20 @@ def test_bad_input_is_a_decode_error(value: bytes, reason: str) -> None:
     assert str(error.value).endswith(f"at {ORIGIN}")
 
 
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b'{"type":"INSERT","sql":"x', "not JSON: Unterminated string starting at line 1 column 24 (char 23)"),
+        (b'{"type":"INSERT","sql":"\x01"}', "not JSON: Invalid control character at line 1 column 25 (char 24)"),
+    ],
+)
+def test_a_json_error_says_where_once(value: bytes, reason: str) -> None:
+    """The standard library's messages that end in "at" do not make "starting at at line"."""
+    with pytest.raises(DecodeError) as error:
+        decode(value)
+    assert error.value.reason == reason
+
+
 @pytest.mark.parametrize("compression", ["snappy", "lz4"])
 def test_large_message_handle_compression(compression: str) -> None:
     insert = decode_one(message(es=1, ts=2))

@@ -77,7 +77,9 @@ def _documents_by_stdlib(value: bytes) -> list[Any]:
             documents.append(document)
             position = _skip_space(text, position)
     except json.JSONDecodeError as exc:
-        raise _Invalid(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})") from None
+        # Some of the standard library's messages end in "at" ("Unterminated string starting at"): one "at" is enough.
+        what = exc.msg.removesuffix(" at")
+        raise _Invalid(f"not JSON: {what} at line {exc.lineno} column {exc.colno} (char {exc.pos})") from None
     except RecursionError:
         raise _Invalid("not JSON this decoder can read: arrays or objects nested too deeply") from None
     if not documents:
