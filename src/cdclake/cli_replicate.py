@@ -27,9 +27,8 @@ from cdclake.spark.replicate import status as job_status
 from cdclake.spark.session import build_session, new_log_file
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from cdclake.sources.ranges import Source
+    from cdclake.spark.session import SparkSession
     from cdclake.spark.verify import TableComparison
     from cdclake.workload import Stream
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from cdclake.spark.jars import jar_settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    # Named here for the layers that must not import Spark themselves (the CLI's type hints).
+    from pyspark.sql import SparkSession as SparkSession
 
 DEFAULT_CATALOG = "lake"
 # In local mode the executors share the driver's heap, where a batch's decoded records are cached
