@@ -892,9 +892,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="cdclake-bench-") as scratch:
         events = Path(scratch) / "events"
         events.mkdir()
-        # The event log tells which Spark jobs each phase ran; the progress bars would only clutter the output.
+        # The event log tells which Spark jobs each phase ran, read as one plain file of JSON lines per session
+        # (Spark 4 would roll it into a folder of compressed files); the progress bars would only clutter the output.
         spark = build_session(MASTER, warehouse=Path(scratch) / "warehouse", conf={
             "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+            "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false",
             "spark.ui.showConsoleProgress": "false", **settings})
         spark.sparkContext.setLogLevel("ERROR")
         driver_memory = spark.sparkContext.getConf().get("spark.driver.memory", "1g (Spark's default)")
