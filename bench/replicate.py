@@ -417,7 +417,7 @@ def replicate_kafka(spark: Any, stream: CapturedStream, name: str, max_batch_rec
             local = stack.enter_context(LocalKafka())
             bootstrap_servers = local.bootstrap
             broker = (f"Apache Kafka {KAFKA_BROKER.rsplit(':', 1)[1]} in KRaft mode, one node on "
-                      f"{local.bootstrap.rsplit(':', 1)[0]} (`cdclake.localkafka.LocalKafka`)")
+                      f"{local.bootstrap.rsplit(':', 1)[0]} started for the run (`cdclake.localkafka.LocalKafka`)")
         else:
             broker = f"the cluster of `--bootstrap-servers {bootstrap_servers}`"
         kafka = {"bootstrap.servers": bootstrap_servers}
@@ -751,10 +751,10 @@ def report(command: str, stream: CapturedStream, measured: Measured, loads: tupl
     if len(measured.runs) > 1:
         kafka = measured.runs[1]
         kafka_note = (
-            f" From Kafka: the whole stream was produced first, to a new topic of {PARTITIONS} partitions on "
-            f"{kafka.broker} (`produce_to_kafka`: idempotent, uncompressed, librdkafka's defaults otherwise; "
-            f"not timed: {kafka.produce_seconds:,.0f} s), then replicated in one run, in batches of at most "
-            f"{kafka.config.max_batch_records:,} records as from files: the source is the only difference.")
+            f" From Kafka: the whole stream was first produced to a new topic of {PARTITIONS} partitions on "
+            f"{kafka.broker}, by `produce_to_kafka` (idempotent, uncompressed, librdkafka's defaults otherwise) in "
+            f"{kafka.produce_seconds:,.0f} s, not timed; then one run replicated it in batches of at most "
+            f"{kafka.config.max_batch_records:,} records, as from files, so that the source is the only difference.")
     overhead = []
     if measured.activity is not None:
         overhead = [
