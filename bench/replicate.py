@@ -14,15 +14,12 @@ source of the code that makes the bytes. In one Spark session (``local[2]``), in
    record crosses Spark's Arrow path, nothing is kept or written. It runs again after 3 and 4, and the
    faster pass counts (the machine may be shared; a slow pass would flatter the pipeline).
 3. **End to end from files**: ``Replicator.run(once=True)`` over the captured topic, into fresh tables.
-4. **End to end from Kafka**: the same messages through librdkafka's mock cluster. Its partitions keep
-   only the newest 5 MiB of what was produced (hard-coded in ``rd_kafka_mock_partition_init``; no
-   ``test.mock.*`` setting changes it), so each batch's ranges are produced, zstd-compressed and not
-   timed, just before the ``Replicator.step()`` that reads them; only the steps are timed. Batches are
-   smaller than from files (``--kafka-batch-records``, default 100,000): the keyless table goes whole to
-   one partition, which so holds nearly twice as many messages as the others, and once they are read,
-   a batch of 200,000 would put more than 5 MiB on that partition alone. So the files are replicated
-   once more in Kafka's batches, and the source is the only difference between those two runs. The
-   cluster is made through librdkafka's C API, because only that creates a topic of eight partitions.
+4. **End to end from Kafka**: the same messages from a real broker: Apache Kafka 4.1.2 in KRaft mode,
+   one node on 127.0.0.1 (``cdclake.localkafka.LocalKafka``, started for this leg and stopped after
+   it), or the cluster of ``--bootstrap-servers``. The whole stream is produced once to a new topic of
+   eight partitions (idempotent, uncompressed), before the replication and not part of its time (the
+   produce time is reported apart), then ``Replicator.run(once=True)`` replicates it in one timed run,
+   in batches of the same size as from files: the source is the only difference between the two runs.
 5. **Plain append**: one more replication from files (not timed) keeps, for each of its MERGEs, the
    net change records it was given and the rows it inserts or updates (the net change per key, typed,
    deletes left out), both materialized; then each MERGE's rows are appended with
@@ -76,9 +73,10 @@ from benchmarks_md import write_section  # bench/ is on the path when a script h
 
 import cdclake.model
 from cdclake.formats import get_codec
+from cdclake.localkafka import KAFKA_BROKER, LocalKafka
 from cdclake.model import Origin, RawMessage
 from cdclake.sources.captured import CapturedTopics
-from cdclake.sources.kafka import KafkaTopics
+from cdclake.sources.kafka import KafkaTopics, create_topic
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark import apply, replicate
 from cdclake.spark.changes import CHANGE_DDL, CarriedMessage, DecodeTask, decode_tasks
@@ -104,16 +102,10 @@ OPTIONS: dict[str, dict[str, Any]] = {
 SEED = 3
 TABLES = 10
 ROWS_PER_TRANSACTION = 9  # each transaction changes 1 to 9 rows: 5 on average
-PARTITIONS = 8  # a Kafka batch must stay within the mock's 5 MiB per partition (the module docstring)
+PARTITIONS = 8  # of the captured topic, and of the Kafka topic it is produced to
 MASTER = "local[2]"
 CATALOG = "lake"
 WARM_UP_MESSAGES = 1_000  # per partition
-# librdkafka's mock partitions keep the newest 5 MiB of what producers sent: compressed, more fits, and
-# zstd compresses large message sets best (about 11x for Canal-JSON in sets of 8 MB at level 9).
-KAFKA_PRODUCER = {"compression.type": "zstd", "compression.level": 9, "linger.ms": 100, "batch.size": 8_000_000,
-                  "message.max.bytes": 10_000_000, "batch.num.messages": 100_000}
-KAFKA_BATCH_RECORDS = 100_000
-MOCK_PARTITION_BYTES = 5 * 1024 * 1024
 
 
 def cache_root() -> Path:
@@ -376,7 +368,8 @@ class RunResult:
     setup_seconds: float  # the Replicator's construction: state, changelog and dead-letter tables
     timeline: Timeline
     steps: list[StepTimes]
-    produce_seconds: float = 0.0  # Kafka: filling the topic before each step, not timed
+    produce_seconds: float = 0.0  # Kafka: filling the topic before the run, not timed
+    broker: str = ""  # Kafka: the cluster it was produced to and read from
 
     @property
     def seconds(self) -> float:
@@ -400,8 +393,9 @@ def _config(stream: CapturedStream, name: str, max_batch_records: int) -> Replic
                            target_namespace=f"{name}_{{database}}", max_batch_records=max_batch_records)
 
 
-def replicate_files(spark: Any, stream: CapturedStream, name: str, max_batch_records: int,
-                    source: Source | None = None, label: str = "files") -> RunResult:
+def replicate_once(spark: Any, stream: CapturedStream, name: str, max_batch_records: int,
+                   source: Source | None = None, label: str = "files") -> RunResult:
+    """``Replicator.run(once=True)`` from ``source`` (the captured topic unless given) into fresh tables."""
     config = _config(stream, name, max_batch_records)
     timeline = Timeline()
     with timeline.recording():
@@ -413,92 +407,38 @@ def replicate_files(spark: Any, stream: CapturedStream, name: str, max_batch_rec
                      step_times(timeline, reports))
 
 
-class MockCluster:
-    """librdkafka's mock cluster with one topic of ``partitions``, through the C API of ``rdkafka_mock.h``.
-
-    confluent-kafka reaches the mock only by ``test.mock.num.brokers``, whose topics are created on first
-    use with 4 partitions, and the mock answers CreateTopics only with a controller it does not name; the
-    C API's ``rd_kafka_mock_topic_create`` takes any count. The cluster lives until the ``with`` block ends.
-    """
-
-    def __init__(self, topic: str, partitions: int) -> None:
-        import ctypes
-
-        import confluent_kafka
-
-        libraries = Path(confluent_kafka.__file__).parent.parent / "confluent_kafka.libs"
-        found = sorted(libraries.glob("librdkafka*.so*"))
-        if not found:
-            raise SystemExit(f"no librdkafka under {libraries}: the Kafka run needs confluent-kafka's wheel")
-        lib = self._lib = ctypes.CDLL(str(found[0]))
-        pointer, text = ctypes.c_void_p, ctypes.c_char_p
-        for name, result, arguments in (
-            ("rd_kafka_conf_new", pointer, []),
-            ("rd_kafka_new", pointer, [ctypes.c_int, pointer, text, ctypes.c_size_t]),
-            ("rd_kafka_mock_cluster_new", pointer, [pointer, ctypes.c_int]),
-            ("rd_kafka_mock_cluster_bootstraps", text, [pointer]),
-            ("rd_kafka_mock_topic_create", ctypes.c_int, [pointer, text, ctypes.c_int, ctypes.c_int]),
-            ("rd_kafka_mock_cluster_destroy", None, [pointer]),
-            ("rd_kafka_destroy", None, [pointer]),
-        ):
-            function = getattr(lib, name)
-            function.restype, function.argtypes = result, arguments
-        error = ctypes.create_string_buffer(512)
-        # The cluster belongs to a client handle: an idle producer (type 0) that sends nothing.
-        self._client = lib.rd_kafka_new(0, lib.rd_kafka_conf_new(), error, len(error))
-        if not self._client:
-            raise SystemExit(f"librdkafka: {error.value.decode()}")
-        self._cluster = lib.rd_kafka_mock_cluster_new(self._client, 1)
-        code = lib.rd_kafka_mock_topic_create(self._cluster, topic.encode(), partitions, 1)
-        if code:
-            raise SystemExit(f"the mock cluster did not create {topic} with {partitions} partitions: error {code}")
-        self.bootstrap: str = lib.rd_kafka_mock_cluster_bootstraps(self._cluster).decode()
-
-    def __enter__(self) -> MockCluster:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._lib.rd_kafka_mock_cluster_destroy(self._cluster)
-        self._lib.rd_kafka_destroy(self._client)
-
-
-def replicate_kafka(spark: Any, stream: CapturedStream, name: str, max_batch_records: int) -> RunResult:
-    """The stream through the mock cluster, each batch's ranges produced just before the step reading them."""
-    plans = batch_plans(stream.source.extents(), max_batch_records)
-    config = _config(stream, name, max_batch_records)
-    timeline = Timeline()
-    produce_seconds = 0.0
-    reports = []
-    with MockCluster(stream.topic, PARTITIONS) as cluster, timeline.recording():
-        kafka = {"bootstrap.servers": cluster.bootstrap}
-        source = KafkaTopics(kafka, names=[stream.topic])
+def replicate_kafka(spark: Any, stream: CapturedStream, name: str, max_batch_records: int,
+                    bootstrap_servers: str | None) -> RunResult:
+    """The whole stream produced to a new topic (not timed), then replicated from it in one run, in batches
+    of ``max_batch_records`` as from files. The broker is ``bootstrap_servers``', else a local one of its own
+    for the run."""
+    with contextlib.ExitStack() as stack:
+        if bootstrap_servers is None:
+            local = stack.enter_context(LocalKafka())
+            bootstrap_servers = local.bootstrap
+            broker = (f"Apache Kafka {KAFKA_BROKER.rsplit(':', 1)[1]} in KRaft mode, one node on "
+                      f"{local.bootstrap.rsplit(':', 1)[0]} started for the run (`cdclake.localkafka.LocalKafka`)")
+        else:
+            broker = f"the cluster of `--bootstrap-servers {bootstrap_servers}`"
+        kafka = {"bootstrap.servers": bootstrap_servers}
+        topic = f"{stream.topic}-bench-{time.strftime('%Y%m%d%H%M%S')}"
+        create_topic(kafka, topic, PARTITIONS)
         start = time.perf_counter()
-        replicator = Replicator(spark, source, config)
-        setup = time.perf_counter() - start
-        for ranges in plans:
-            start = time.perf_counter()
-            batch = itertools.chain.from_iterable(stream.source.read(r) for r in ranges)
-            produce_to_kafka(batch, {**kafka, **KAFKA_PRODUCER}, stream.topic)
-            _check_held(source.extents(), ranges)
-            produce_seconds += time.perf_counter() - start
-            report = replicator.step(finishing=True)
-            if report is None or report.records != sum(r.size for r in ranges):
-                raise SystemExit(f"Kafka: a step read {report and report.records} records, not its batch {ranges}")
-            reports.append(report)
-        if replicator.step(finishing=True) is not None:
-            raise SystemExit("Kafka: a step found records after the last batch")
-    return RunResult(name, "Kafka", "`Replicator.step()` per batch", config, setup, timeline,
-                     step_times(timeline, reports), produce_seconds)
-
-
-def _check_held(extents: Mapping[tuple[str, int], PartitionExtent], ranges: Sequence[OffsetRange]) -> None:
-    for planned in ranges:
-        extent = extents[(planned.topic, planned.partition)]
-        if extent.low > planned.start or extent.high != planned.end:
-            raise SystemExit(
-                f"the mock Kafka partition {planned.partition} holds offsets {extent.low}..{extent.high}, not the "
-                f"batch's {planned.start}..{planned.end}: it keeps only {MOCK_PARTITION_BYTES // 2**20} MiB "
-                "(compressed); lower --kafka-batch-records")
+        produced = produce_to_kafka(itertools.chain.from_iterable(
+            stream.source.read(OffsetRange(stream.topic, partition, extent.low, extent.high))
+            for (_, partition), extent in sorted(stream.source.extents().items())), kafka, topic)
+        produce_seconds = time.perf_counter() - start
+        print(f"produced to Kafka: {produced:,} messages in {produce_seconds:,.1f} s (not timed), topic {topic} on "
+              f"{bootstrap_servers}", flush=True)
+        source = KafkaTopics(kafka, names=[topic])
+        # Every message at its captured offset, so that the batches are the files' batches.
+        held = {partition: extent for (_, partition), extent in source.extents().items()}
+        captured = {partition: extent for (_, partition), extent in stream.source.extents().items()}
+        if held != captured:
+            raise SystemExit(f"Kafka topic {topic} holds {held}, not the captured topic's {captured}")
+        run = replicate_once(spark, stream, name, max_batch_records, source, label="Kafka")
+    run.produce_seconds, run.broker = produce_seconds, broker
+    return run
 
 
 @dataclass
@@ -811,13 +751,10 @@ def report(command: str, stream: CapturedStream, measured: Measured, loads: tupl
     if len(measured.runs) > 1:
         kafka = measured.runs[1]
         kafka_note = (
-            f" From Kafka: librdkafka's mock cluster keeps only the newest {MOCK_PARTITION_BYTES // 2**20} MiB per "
-            "partition (hard-coded in `rd_kafka_mock_partition_init`; no `test.mock.*` setting changes it), so each "
-            "batch's ranges were produced (zstd level 9, not timed: "
-            f"{kafka.produce_seconds:,.0f} s) just before the step that read them, in batches of at most "
-            f"{kafka.config.max_batch_records:,} records: with more, the partition holding the keyless table (nearly "
-            "twice the messages of the others) would get more than 5 MiB in the last batches. The mock's topic "
-            f"has {PARTITIONS} partitions, made through librdkafka's C API (`rd_kafka_mock_topic_create`).")
+            f" From Kafka: the whole stream was first produced to a new topic of {PARTITIONS} partitions on "
+            f"{kafka.broker}, by `produce_to_kafka` (idempotent, uncompressed, librdkafka's defaults otherwise) in "
+            f"{kafka.produce_seconds:,.0f} s, not timed; then one run replicated it in batches of at most "
+            f"{kafka.config.max_batch_records:,} records, as from files, so that the source is the only difference.")
     overhead = []
     if measured.activity is not None:
         overhead = [
@@ -841,7 +778,7 @@ def report(command: str, stream: CapturedStream, measured: Measured, loads: tupl
         f"rows_per_transaction={spec.rows_per_transaction})` with its DDL, as `{stream.format_name}` "
         f"{json.dumps(dict(stream.options))} on {PARTITIONS} partitions: {stream.messages:,} messages "
         f"({stream.bytes / 1e6:,.0f} MB captured), decoded into {kinds} records: **{measured.row_events:,} row "
-        f"events**. Batches from files of at most {files.config.max_batch_records:,} records; tables applied "
+        f"events**. Batches of at most {files.config.max_batch_records:,} records; tables applied "
         f"{files.config.parallel_tables} at a time, `{files.config.write_mode}`.",
         "",
         rates_table(measured),
@@ -900,20 +837,17 @@ class Measured:
         return self.decoded.row_events
 
 
-def measure(spark: Any, stream: CapturedStream, max_batch_records: int, kafka_batch_records: int | None,
+def measure(spark: Any, stream: CapturedStream, max_batch_records: int, kafka: bool, bootstrap_servers: str | None,
             verify: bool) -> Measured:
     plans = batch_plans(stream.source.extents(), max_batch_records)
-    replicate_files(spark, stream, "warmup", max_batch_records, Prefix(stream.source, WARM_UP_MESSAGES))
+    replicate_once(spark, stream, "warmup", max_batch_records, Prefix(stream.source, WARM_UP_MESSAGES))
     decodes = [decode_only(spark, stream, plans)]
     print(f"decode only: {decodes[0].kinds.get('row', 0):,} row events in {decodes[0].seconds:,.1f} s", flush=True)
-    runs = [replicate_files(spark, stream, "files", max_batch_records)]
+    runs = [replicate_once(spark, stream, "files", max_batch_records)]
     print(f"from files: {runs[0].seconds:,.1f} s", flush=True)
-    if kafka_batch_records is not None:
-        runs.append(replicate_kafka(spark, stream, "kafka", kafka_batch_records))
+    if kafka:
+        runs.append(replicate_kafka(spark, stream, "kafka", max_batch_records, bootstrap_servers))
         print(f"from Kafka: {runs[-1].seconds:,.1f} s", flush=True)
-        # The same batches from files, so that the source is the only difference.
-        runs.append(replicate_files(spark, stream, "smaller", kafka_batch_records, label="files in Kafka's batches"))
-        print(f"from files in Kafka's batches: {runs[-1].seconds:,.1f} s", flush=True)
     decodes.append(decode_only(spark, stream, plans))
     print(f"decode only, again: {decodes[1].seconds:,.1f} s", flush=True)
     if decodes[0].kinds != decodes[1].kinds:
@@ -938,9 +872,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--format", choices=list(OPTIONS), default="canal-json", help="default canal-json")
     parser.add_argument("--max-batch-records", type=int, default=ReplicateConfig("open").max_batch_records,
                         help="records per batch, at most (default: the job's)")
-    parser.add_argument("--kafka-batch-records", type=int, default=KAFKA_BATCH_RECORDS,
-                        help=f"records per batch from Kafka, at most (default {KAFKA_BATCH_RECORDS})")
     parser.add_argument("--no-kafka", action="store_true", help="files only")
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                        help="the Kafka cluster to produce the stream to and replicate it from (default: a local "
+                             "broker started for the run)")
     parser.add_argument("--verify", action="store_true", help="compare the files run with the upstream's oracle")
     parser.add_argument("--cache", type=Path, default=cache_root(), help="where captured topics are kept")
     parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS.md", help="markdown file to update")
@@ -957,15 +892,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="cdclake-bench-") as scratch:
         events = Path(scratch) / "events"
         events.mkdir()
-        # The event log tells which Spark jobs each phase ran; the progress bars would only clutter the output.
+        # The event log tells which Spark jobs each phase ran, read as one plain file of JSON lines per session
+        # (Spark 4 would roll it into a folder of compressed files); the progress bars would only clutter the output.
         spark = build_session(MASTER, warehouse=Path(scratch) / "warehouse", conf={
             "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+            "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false",
             "spark.ui.showConsoleProgress": "false", **settings})
         spark.sparkContext.setLogLevel("ERROR")
         driver_memory = spark.sparkContext.getConf().get("spark.driver.memory", "1g (Spark's default)")
         try:
-            kafka_batch_records = None if args.no_kafka else args.kafka_batch_records
-            measured = measure(spark, stream, args.max_batch_records, kafka_batch_records, args.verify)
+            measured = measure(spark, stream, args.max_batch_records, not args.no_kafka, args.bootstrap_servers,
+                               args.verify)
         finally:
             spark.stop()
         measured.activity = spark_activity(events)
