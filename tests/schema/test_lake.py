@@ -157,17 +157,17 @@ def test_lake_text_function_is_made_once_per_type() -> None:
 @pytest.mark.parametrize(
     ("mysql", "sql"),
     [
-        ("bigint unsigned", "CAST(`c` AS decimal(20,0))"),
+        ("bigint unsigned", "try_cast(`c` AS decimal(20,0))"),
         (
             "bigint",  # the unsigned digits of 64 bits too (DataWorks' LONG), only where the cast to long fails
-            "coalesce(CAST(`c` AS long), CAST(CASE WHEN CAST(`c` AS decimal(20,0)) BETWEEN 9223372036854775808 "
-            "AND 18446744073709551615 THEN CAST(`c` AS decimal(20,0)) - 18446744073709551616 END AS long))",
+            "coalesce(try_cast(`c` AS long), try_cast(CASE WHEN try_cast(`c` AS decimal(20,0)) BETWEEN 9223372036854775808 "
+            "AND 18446744073709551615 THEN try_cast(`c` AS decimal(20,0)) - 18446744073709551616 END AS long))",
         ),
-        ("int unsigned", "CAST(`c` AS long)"),
-        ("float", "CAST(`c` AS float)"),
+        ("int unsigned", "try_cast(`c` AS long)"),
+        ("float", "try_cast(`c` AS float)"),
         ("varbinary(3)", "unbase64(`c`)"),
-        ("datetime", "CAST(`c` AS timestamp_ntz)"),
-        ("timestamp", "CAST(concat(`c`, 'Z') AS timestamp)"),
+        ("datetime", "try_cast(`c` AS timestamp_ntz)"),
+        ("timestamp", "try_cast(concat(`c`, 'Z') AS timestamp)"),
         ("time(6)", "`c`"),
         ("decimal(65,30)", "`c`"),
     ],

@@ -152,7 +152,8 @@ def lake_text_function(mtype: MySQLType) -> LakeText:
 def lake_cast(column_sql: str, mtype: MySQLType) -> str:
     """A Spark SQL expression turning the string expression ``column_sql``, a :func:`lake_text`, into
     the :func:`lake_type` of ``mtype``: exact for every value (decimal digits, float32 and double
-    values, instants), whatever ``spark.sql.session.timeZone`` is."""
+    values, instants), whatever ``spark.sql.session.timeZone`` is. Casts are ``try_cast``: a text out
+    of the column's range is NULL with Spark's ANSI mode on (Spark 4's default) as with it off."""
     target = lake_type(mtype)
     if target == "string":
         return column_sql
@@ -162,8 +163,8 @@ def lake_cast(column_sql: str, mtype: MySQLType) -> str:
         return f"unbase64({column_sql})"
     if target == "timestamp":
         # The text is UTC; an explicit zone in it wins over the session's time zone.
-        return f"CAST(concat({column_sql}, 'Z') AS timestamp)"
-    return f"CAST({column_sql} AS {target})"
+        return f"try_cast(concat({column_sql}, 'Z') AS timestamp)"
+    return f"try_cast({column_sql} AS {target})"
 
 
 _TOP_BIT, _TWO_TO_64 = 1 << 63, 1 << 64
@@ -173,9 +174,9 @@ def _bigint_cast(column_sql: str) -> str:
     """A long from digits of the signed or of the unsigned range of 64 bits ([2] above). The cast to
     long decides every text of the signed range; only what it leaves NULL is read again, so the usual
     value costs no decimal arithmetic. Past 2**64-1 stays NULL, as past any column's range."""
-    unsigned = f"CAST({column_sql} AS decimal(20,0))"
+    unsigned = f"try_cast({column_sql} AS decimal(20,0))"
     same_bits = f"CASE WHEN {unsigned} BETWEEN {_TOP_BIT} AND {_TWO_TO_64 - 1} THEN {unsigned} - {_TWO_TO_64} END"
-    return f"coalesce(CAST({column_sql} AS long), CAST({same_bits} AS long))"
+    return f"coalesce(try_cast({column_sql} AS long), try_cast({same_bits} AS long))"
 
 
 # --- the per-type text functions ----------------------------------------------------------------------

@@ -52,7 +52,7 @@ def expected_frame(spark: SparkSession, schema: TableSchema, rows: Iterable[Mapp
     typed = []
     for name, column, mtype in zip(names, columns, types, strict=True):
         expression = F.expr(lake_cast(name, mtype))
-        if lake_type(mtype) != lake_types[column.name]:
+        if not _holds(mtype, lake_types[column.name]):
             expression = expression.cast(lake_types[column.name])
         typed.append(expression.alias(column.name))
     return raw.select(*typed)
@@ -70,16 +70,26 @@ def _as_the_lake_has_it(mtype: MySQLType, held: str) -> MySQLType:
     """The column's type as the lake table was made from it: a table made from a format's row types
     has what the format tells (Open Protocol and Canal-JSON say ``enum``, not its members; ``decimal``,
     not its precision; DataWorks carries some types as text), and holds the values that way."""
-    if lake_type(mtype) == held:
+    if _holds(mtype, held):
         return mtype
     bare = MySQLType.parse(mtype.name + (" unsigned" if mtype.unsigned else ""))
-    if lake_type(bare) == held:
+    if _holds(bare, held):
         return bare
+    # DataWorks' LONG is a signed bigint column that holds 64 unsigned bits (bigint unsigned, bit(64))
+    # as they are, which the lake's signed bigint reading gives back.
+    if held == "bigint" and lake_type(mtype) == "decimal(20,0)":
+        return _SIGNED_BIGINT
     # DataWorks sends DECIMAL, DATE, DATETIME and TIME as text, and its tables hold that text.
     return _TEXT if held == "string" else mtype
 
 
 _TEXT = MySQLType.parse("longtext")
+_SIGNED_BIGINT = MySQLType.parse("bigint")
+
+
+def _holds(mtype: MySQLType, held: str) -> bool:
+    """Whether a column Spark describes as ``held`` (``bigint``) is :func:`lake_type`'s (``long``)."""
+    return {"long": "bigint"}.get(lake_type(mtype), lake_type(mtype)) == held
 
 
 def compare_table(spark: SparkSession, upstream: str, lake_table: str, schema: TableSchema,
