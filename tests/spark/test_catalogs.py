@@ -17,13 +17,16 @@ import sys
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cdclake.workload import Workload, WorkloadSpec, produce, write_captured
+from cdclake.schema.evolution import SchemaEvolutionError
+from cdclake.spark.catalogs import HIVE_COLUMN_CHECK
+from cdclake.workload import Stream, Workload, WorkloadSpec, produce, write_captured
 from tests.catalogs import POSTGRES_DRIVER, LocalPostgres, RestCatalogServer, ServiceMissing
 from tests.spark.crashing import run_replicate
-from tests.spark.jobs import Job
+from tests.spark.jobs import Job, lake_differences, replicate
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = {"enable-tidb-extension": True}
@@ -47,13 +50,19 @@ def postgres() -> Iterator[LocalPostgres]:
         pytest.fail(str(missing), pytrace=False)
 
 
+def _workload(tmp_path: Path) -> tuple[Workload, Stream]:
+    """30 transactions and DDLs, a DROP COLUMN of shop.accounts among them, as a captured topic."""
+    workload = Workload(WorkloadSpec(seed=23, transactions=30, rename_table=True))
+    stream = produce(workload, "canal-json", OPTIONS, duplicates=2)
+    write_captured(stream, tmp_path / "stream", stream.topic)
+    return workload, stream
+
+
 def _replicate_and_compare(tmp_path: Path, prefix: str, warehouse: Path, spark: Mapping[str, str],
                            jars: Sequence[str] = ()) -> None:
     """Replicate a small workload with ``spark`` as the job's only catalog settings, and assert that every
     table equals the upstream's."""
-    workload = Workload(WorkloadSpec(seed=23, transactions=30, rename_table=True))
-    stream = produce(workload, "canal-json", OPTIONS, duplicates=2)
-    write_captured(stream, tmp_path / "stream", stream.topic)
+    workload, stream = _workload(tmp_path)
     job = Job(prefix, "canal-json", OPTIONS, max_records=len(stream) // 3 + 1)
     config = job.write_toml(tmp_path / "job.toml", tmp_path / "stream", warehouse, spark={**SMALL, **spark},
                             jars=jars)
@@ -95,3 +104,26 @@ def test_a_jdbc_catalog_on_postgresql_replicates_by_configuration_alone(tmp_path
          "-c", "SELECT table_name FROM iceberg_tables WHERE table_namespace = 'jdbc_cdclake'"],
         capture_output=True, text=True, check=True).stdout.split()
     assert {"state", "changelog", "dead_letters"} <= set(listed)
+
+
+def test_a_hive_catalog_is_refused_a_drop_column_before_any_of_it_is_made(spark: Any, tmp_path: Path) -> None:
+    # No metastore here: the tests' Hadoop catalog, with its type setting saying hive (the catalog, made
+    # already, stays what it is), shows the job stops before the statement, and goes ahead once told.
+    workload, stream = _workload(tmp_path)
+    type_setting, told = "spark.sql.catalog.lake.type", f"spark.hadoop.{HIVE_COLUMN_CHECK}"
+    spark.sql("SHOW NAMESPACES IN lake").collect()
+    spark.conf.set(type_setting, "hive")
+    try:
+        refused = Job("hive_refused", "canal-json", OPTIONS)
+        with pytest.raises(SchemaEvolutionError, match=rf"dropping column logins on the Hive catalog 'lake'.* "
+                                                       rf"hive-site\.xml sets {HIVE_COLUMN_CHECK}=false"):
+            replicate(spark, refused, tmp_path / "stream")
+        assert "logins" in spark.table(refused.lake_name("shop", "accounts")).columns
+        spark.conf.set(told, "false")
+        allowed = Job("hive_allowed", "canal-json", OPTIONS)
+        replicate(spark, allowed, tmp_path / "stream")
+    finally:
+        spark.conf.set(type_setting, "hadoop")
+        spark.conf.unset(told)
+    expected = workload.oracle().carried("canal-json", stream.codec_options).tables
+    assert lake_differences(spark, allowed, expected) == []
