@@ -3,6 +3,7 @@ properties on MERGE."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,14 @@ def test_extra_jars_join_cdclake_own_from_maven_or_by_path(tmp_path: Path) -> No
     assert any(n.startswith("iceberg-spark-runtime-") for n in names)
     assert any(n.startswith("postgresql-42.") for n in names)
     assert names[-1] == "driver.jar"
+
+
+def test_without_maven_extra_coordinates_join_spark_packages_and_paths_spark_jars(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    found = jar_settings("4.1.4", Path("/nowhere"), kafka=False, extra=[POSTGRES_DRIVER, "/x/driver.jar"])
+    assert found == {"spark.jars.packages": f"{coordinates('4.1.4', kafka=False)[0]},{POSTGRES_DRIVER}",
+                     "spark.jars": "/x/driver.jar"}
 
 
 def test_extra_jars_beside_a_spark_jars_of_your_own_are_refused() -> None:
