@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from cdclake.localkafka import _free_port, _java
 from cdclake.maven import resolve
@@ -57,7 +58,7 @@ class _Service:
         self.directory = Path(tempfile.mkdtemp(prefix=prefix))
         self.port = 0
 
-    def __enter__(self) -> _Service:
+    def __enter__(self) -> Self:
         try:
             self.port = _free_port()
             self.start()
