@@ -41,7 +41,8 @@ def kafka(kafka_broker: LocalKafka) -> Iterator[Kafka]:
 # Markers by place, so a new test file is marked without anyone remembering to (pyproject.toml says
 # what each means). The fast loop is `python3 -m pytest -q -m "not spark"`.
 _SPARK_FILES = ("tests/spark/", "tests/test_examples.py")
-_SLOW_FILES = ("tests/spark/test_crash.py", "tests/spark/test_cluster.py", "tests/test_examples.py")
+_SLOW_FILES = ("tests/spark/test_crash.py", "tests/spark/test_cluster.py", "tests/spark/test_catalogs.py",
+               "tests/test_examples.py")
 # What CI runs on Spark 3.5 as well: replication end to end, the API, the examples, crashes, and the demo
 # on separate executors from an interpreter nobody named to Spark.
 _CORE_FILES = ("tests/spark/test_replicate.py", "tests/spark/test_api.py", "tests/spark/test_crash.py",

@@ -328,3 +328,27 @@ def test_a_job_file_replicate_cannot_use_is_a_usage_error_before_spark_starts(
         assert result.exit_code == 2, result.output
         assert says in plain(result.stderr)
         assert "Traceback" not in result.output
+
+
+class _SessionAsked(Exception):
+    """Raised in place of starting Spark, with what the session was asked for."""
+
+
+@pytest.mark.parametrize("command", ["replicate", "status"])
+def test_a_warehouse_uri_and_extra_jars_reach_the_session_as_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    asked: dict[str, Any] = {}
+
+    def session(*args: Any, **kwargs: Any) -> None:
+        asked.update(kwargs)
+        raise _SessionAsked
+
+    monkeypatch.setattr("cdclake.cli_replicate.build_session", session)
+    job = tmp_path / "job.toml"
+    job.write_text(f'[source]\ncaptured = "{tmp_path}"\n[format]\nname = "canal-json"\n'
+                   '[lake]\njars = ["org.postgresql:postgresql:42.7.7"]\n')
+    result = run(command, "--config", job, "--warehouse", "s3a://bucket/lake")
+    assert isinstance(result.exception, _SessionAsked), result.output
+    # A Path would have made it the local directory s3a:/bucket/lake.
+    assert asked["warehouse"] == "s3a://bucket/lake"
+    assert list(asked["extra_jars"]) == ["org.postgresql:postgresql:42.7.7"]

@@ -57,3 +57,24 @@ def test_a_setting_librdkafka_refuses_is_an_option_error(tmp_path: Path, setting
     with pytest.raises(OptionError) as refused:
         job_settings(merged(read_toml(path), {}))
     assert str(refused.value) == f"[source]: a Kafka setting librdkafka refuses: {reason}"
+
+
+def test_a_warehouse_uri_stays_a_uri_and_jars_are_a_list(tmp_path: Path) -> None:
+    path = _job(tmp_path, f'captured = "{tmp_path}"')
+    path.write_text(path.read_text() + '[lake]\nwarehouse = "s3a://bucket/lake"\njars = ["a:b:1", "/x/y.jar"]\n')
+    settings = job_settings(merged(read_toml(path), {}))
+    assert (settings.warehouse, settings.jars) == ("s3a://bucket/lake", ("a:b:1", "/x/y.jar"))
+    path.write_text(path.read_text().replace('jars = ["a:b:1", "/x/y.jar"]', 'jars = "a:b:1"'))
+    with pytest.raises(OptionError, match=r'\[lake\] jars = "a:b:1" is not a list of strings'):
+        read_toml(path)
+
+
+def test_the_readme_catalog_examples_are_job_files(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    examples = [block.split("```", 1)[0] for block in readme.split("```toml\n")[1:]]
+    assert len(examples) >= 2
+    for number, example in enumerate(examples):
+        path = tmp_path / f"example{number}.toml"
+        path.write_text(f'[source]\ncaptured = "{tmp_path}"\n[format]\nname = "open"\n{example}')
+        settings = job_settings(merged(read_toml(path), {}))
+        assert settings.spark_conf["spark.sql.catalog.lake.type"] in ("rest", "jdbc")

@@ -34,3 +34,10 @@ def test_an_artifact_maven_cannot_find_is_named(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(JarsUnavailable, match=r"mvn could not resolve org\.apache\.kafka:kafka_2\.13:0\.0\.0-none"):
         resolve(["org.apache.kafka:kafka_2.13:0.0.0-none"])
     assert not [p for p in tmp_path.iterdir() if p.is_dir()]  # nothing half-made left in the cache
+
+
+def test_a_classifier_names_the_jar_published_beside_the_main_one() -> None:
+    pom = cdclake.maven._pom(["org.apache.iceberg:iceberg-core:1.11.0:tests", "org.slf4j:slf4j-api:2.0.17"])
+    assert ("<artifactId>iceberg-core</artifactId><version>1.11.0</version><classifier>tests</classifier>"
+            "</dependency>") in pom
+    assert "<artifactId>slf4j-api</artifactId><version>2.0.17</version></dependency>" in pom

@@ -66,8 +66,10 @@ def cli_session(master: str | None, verbose: bool, **settings: Any) -> SparkSess
     return build_session(master, log_file=log_file, **settings)
 
 
-WarehouseOption = Annotated[Path | None, typer.Option("--warehouse", metavar="DIR",
-                                                      help="The Iceberg warehouse directory (default: warehouse).")]
+# Text, not a Path: typer would make s3a://bucket/lake the local directory s3a:/bucket/lake.
+WarehouseOption = Annotated[str | None, typer.Option("--warehouse", metavar="DIR|URI",
+                                                     help="The Iceberg warehouse: a directory (default: warehouse) "
+                                                     "or a URI (s3a://bucket/lake).")]
 CatalogOption = Annotated[str | None, typer.Option("--catalog", metavar="NAME",
                                                    help="The Spark catalog of the lake tables (default: lake).")]
 
@@ -113,7 +115,7 @@ def replicate(
         "source": {"captured": None if captured is None else str(captured), "kafka": kafka or None,
                    "topics": topic, "topic-pattern": topic_pattern},
         "format": {"name": format_name, "options": _pairs(option, "'--option'") or None},
-        "lake": {"warehouse": None if warehouse is None else str(warehouse), "catalog": catalog, "master": master},
+        "lake": {"warehouse": warehouse, "catalog": catalog, "master": master},
         "tables": {"include": include, "exclude": exclude},
         "batch": {"max-records": max_records, "interval-s": interval, "unresolved-tail": unresolved_tail,
                   "on-bad-message": on_bad_message},
@@ -126,7 +128,7 @@ def replicate(
         _console.print(f"[bold red]error[/]: {exc}")
         raise typer.Exit(1) from None
     spark = cli_session(settings.master, verbose, catalog=settings.replicate.catalog, warehouse=settings.warehouse,
-                        conf=settings.spark_conf)
+                        conf=settings.spark_conf, extra_jars=settings.jars)
     try:
         replicator = Replicator(spark, settings.source, settings.replicate)
         stop = threading.Event()
@@ -149,15 +151,15 @@ def status(
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and lag."""
     try:
         document = read_toml(config) if config is not None else {}
-        sections = merged(document, {"lake": {"warehouse": None if warehouse is None else str(warehouse),
-                                              "catalog": catalog}})
+        sections = merged(document, {"lake": {"warehouse": warehouse, "catalog": catalog}})
         source = job_settings(sections).source if sections["source"] else None
     except CdclakeError as exc:
         raise typer.BadParameter(str(exc)) from exc
     lake = sections["lake"]
     spark = cli_session(lake.get("master", "local[2]") or None, verbose, catalog=lake.get("catalog", "lake"),
-                        warehouse=Path(lake.get("warehouse", "warehouse")),
-                        conf={k: str(v) for k, v in lake.get("spark", {}).items()})
+                        warehouse=lake.get("warehouse", "warehouse"),
+                        conf={k: str(v) for k, v in lake.get("spark", {}).items()},
+                        extra_jars=lake.get("jars", ()))
     try:
         found = job_status(spark, lake.get("catalog", "lake"), lake.get("namespace", "cdclake"), source)
     finally:

@@ -12,11 +12,12 @@
     options = { enable-tidb-extension = true }
 
     [lake]
-    warehouse = "warehouse"                  # the default Iceberg Hadoop catalog's directory
+    warehouse = "warehouse"                  # the default Iceberg Hadoop catalog's directory, or s3a://bucket/lake
     catalog = "lake"
     namespace = "cdclake"                    # the job's own tables: state, changelog, dead_letters
     master = "local[2]"                      # or leave it to spark-submit: master = ""
     spark = { "spark.sql.catalog.lake.type" = "rest" }   # any Spark setting, e.g. another catalog
+    jars = ["org.postgresql:postgresql:42.7.7"]          # added to cdclake's own: Maven coordinates or paths
 
     [tables]
     include = "shop\\..*"                    # regular expressions on database.table; exclude wins
@@ -63,7 +64,8 @@ _TEXT, _TEXTS, _TABLE, _INTEGER, _NUMBER, _BOOLEAN = (
 _SECTIONS: dict[str, dict[str, str]] = {
     "source": {"captured": _TEXT, "kafka": _TABLE, "topics": _TEXTS, "topic-pattern": _TEXT},
     "format": {"name": _TEXT, "options": _TABLE},
-    "lake": {"warehouse": _TEXT, "catalog": _TEXT, "namespace": _TEXT, "master": _TEXT, "spark": _TABLE},
+    "lake": {"warehouse": _TEXT, "catalog": _TEXT, "namespace": _TEXT, "master": _TEXT, "spark": _TABLE,
+             "jars": _TEXTS},
     "tables": {"include": _TEXT, "exclude": _TEXT, "target-namespace": _TEXT, "mapping": _TABLE},
     "batch": {"max-records": _INTEGER, "interval-s": _NUMBER, "unresolved-tail": _TEXT, "on-bad-message": _TEXT,
               "incompatible-type-change": _TEXT, "fill-added-columns": _BOOLEAN, "write-mode": _TEXT,
@@ -77,9 +79,11 @@ class JobSettings:
 
     source: Source
     replicate: ReplicateConfig
-    warehouse: Path = Path("warehouse")
+    # A string, not a Path: a Path would make s3a://bucket/lake the local s3a:/bucket/lake.
+    warehouse: str = "warehouse"
     master: str | None = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    jars: tuple[str, ...] = ()
     interval_s: float = 5.0
 
 
@@ -171,8 +175,9 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
     return JobSettings(
         source=source_of(sections.get("source", {})),
         replicate=replicate,
-        warehouse=Path(lake.get("warehouse", "warehouse")),
+        warehouse=lake.get("warehouse", "warehouse"),
         master=master or None,
         spark_conf={k: str(v) for k, v in lake.get("spark", {}).items()},
+        jars=tuple(lake.get("jars", ())),
         interval_s=float(batch.get("interval-s", 5.0)),
     )

@@ -45,8 +45,9 @@ def cache_root() -> Path:
 
 
 def resolve(coordinates: Sequence[str]) -> list[Path]:
-    """The jars of ``coordinates`` (``group:artifact:version``) and of their run-time dependencies,
-    from the cache, resolved by ``mvn`` the first time."""
+    """The jars of ``coordinates`` (``group:artifact:version``, or ``group:artifact:version:classifier``
+    for a jar published beside the main one, such as ``tests``) and of their run-time dependencies, from
+    the cache, resolved by ``mvn`` the first time."""
     directory = cache_root() / _directory_name(coordinates)
     listing = directory / _COMPLETE
     if not listing.exists():
@@ -104,10 +105,11 @@ def _copy_dependencies(coordinates: Sequence[str], directory: Path) -> None:
 def _pom(coordinates: Sequence[str]) -> str:
     dependencies = []
     for coordinate in coordinates:
-        group, artifact, version = coordinate.split(":")
+        group, artifact, version, *classifier = coordinate.split(":")
+        extra = "".join(f"<classifier>{escape(c)}</classifier>" for c in classifier)
         dependencies.append(
             f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}</artifactId>"
-            f"<version>{escape(version)}</version></dependency>"
+            f"<version>{escape(version)}</version>{extra}</dependency>"
         )
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'

@@ -64,8 +64,9 @@ class Job:
                                on_bad_message=self.on_bad_message, **settings)
 
     def write_toml(self, path: Path, captured: Path, warehouse: Path, master: str = "local[2]",
-                   spark: Mapping[str, str] | None = None) -> Path:
-        """The job as a ``cdclake replicate --config`` file; ``spark``: Spark settings of its session."""
+                   spark: Mapping[str, str] | None = None, jars: Iterable[str] = ()) -> Path:
+        """The job as a ``cdclake replicate --config`` file; ``spark``: Spark settings of its session;
+        ``jars``: jars added to cdclake's own."""
         def value(item: Any) -> str:
             return json.dumps(item)  # TOML's basic strings, integers and booleans are spelled as in JSON
 
@@ -76,7 +77,7 @@ class Job:
             "[source]", f"captured = {value(str(captured))}",
             "[format]", f"name = {value(self.format_name)}", f"options = {table(self.options)}",
             "[lake]", f"warehouse = {value(str(warehouse))}", f"namespace = {value(self.namespace)}",
-            f"master = {value(master)}", f"spark = {table(spark or {})}",
+            f"master = {value(master)}", f"spark = {table(spark or {})}", f"jars = {value(list(jars))}",
             "[tables]", f"target-namespace = {value(self.target_namespace)}",
             "[batch]", f"max-records = {self.max_records}", f"on-bad-message = {value(self.on_bad_message)}",
             "",

@@ -3,6 +3,7 @@ properties on MERGE."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,8 @@ import pytest
 from cdclake.errors import OptionError
 from cdclake.spark.commit import with_commit_properties
 from cdclake.spark.jars import ICEBERG_VERSION, coordinates, jar_settings
-from cdclake.spark.session import iceberg_conf
+from cdclake.spark.session import build_session, iceberg_conf
+from tests.catalogs import POSTGRES_DRIVER
 
 
 def test_each_spark_line_gets_its_own_iceberg_runtime_and_kafka_source() -> None:
@@ -34,6 +36,30 @@ def test_the_session_jars_leave_out_what_spark_ships() -> None:
     assert any(n.startswith("spark-sql-kafka-0-10_") for n in names)
     # Spark's own Scala and Hadoop client stay the only ones on the class path.
     assert not [n for n in names if n.startswith(("scala-library", "hadoop-client"))]
+
+
+def test_extra_jars_join_cdclake_own_from_maven_or_by_path(tmp_path: Path) -> None:
+    spark_home = Path(pyspark.__file__).parent
+    driver = tmp_path / "driver.jar"
+    jars = jar_settings(pyspark.__version__, spark_home, extra=[POSTGRES_DRIVER, str(driver)])["spark.jars"]
+    names = [Path(j).name for j in jars.split(",")]
+    assert any(n.startswith("iceberg-spark-runtime-") for n in names)
+    assert any(n.startswith("postgresql-42.") for n in names)
+    assert names[-1] == "driver.jar"
+
+
+def test_without_maven_extra_coordinates_join_spark_packages_and_paths_spark_jars(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    found = jar_settings("4.1.4", Path("/nowhere"), kafka=False, extra=[POSTGRES_DRIVER, "/x/driver.jar"])
+    assert found == {"spark.jars.packages": f"{coordinates('4.1.4', kafka=False)[0]},{POSTGRES_DRIVER}",
+                     "spark.jars": "/x/driver.jar"}
+
+
+def test_extra_jars_beside_a_spark_jars_of_your_own_are_refused() -> None:
+    with pytest.raises(OptionError, match=r"extra jars \(a:b:1\) are added to cdclake's own jars, which "
+                                          r"spark\.jars replaces: name them in spark\.jars too"):
+        build_session(conf={"spark.jars": "/x/iceberg.jar"}, extra_jars=["a:b:1"])
 
 
 def test_the_running_session_uses_the_resolved_runtime(spark: Any) -> None:

@@ -6,13 +6,16 @@ Iceberg publishes one Spark runtime per Spark minor line and Scala version
 PySpark, so the source is pinned per line to a release found there. Both are resolved by
 :mod:`cdclake.maven` through the machine's Maven client and cached; where no Maven client is
 installed the session asks Spark to fetch the same coordinates itself (``spark.jars.packages``).
+
+A job may need more jars than these, such as the JDBC driver of a JDBC catalog: ``extra`` names them,
+each either Maven coordinates (resolved with cdclake's own, through the same cache) or a jar's path.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from cdclake.errors import OptionError
@@ -47,15 +50,23 @@ def coordinates(spark_version: str, kafka: bool = True) -> list[str]:
     return found
 
 
-def jar_settings(spark_version: str, spark_home: Path, kafka: bool = True) -> dict[str, str]:
+def jar_settings(spark_version: str, spark_home: Path, kafka: bool = True, extra: Sequence[str] = ()
+                 ) -> dict[str, str]:
     """``spark.jars`` with the resolved jars that Spark in ``spark_home`` lacks, or
-    ``spark.jars.packages`` where Maven is not installed."""
-    wanted = coordinates(spark_version, kafka)
+    ``spark.jars.packages`` where Maven is not installed; ``extra``: more jars, as Maven coordinates
+    (``org.postgresql:postgresql:42.7.7``) or paths."""
+    paths = [item for item in extra if not is_coordinate(item)]
+    wanted = coordinates(spark_version, kafka) + [item for item in extra if is_coordinate(item)]
     if shutil.which("mvn") is None:
-        return {"spark.jars.packages": ",".join(wanted)}
+        return {"spark.jars.packages": ",".join(wanted), **({"spark.jars": ",".join(paths)} if paths else {})}
     shipped = _artifacts((spark_home / "jars").glob("*.jar"))
-    extra = [jar for jar in resolve(wanted) if _artifact(jar) not in shipped]
-    return {"spark.jars": ",".join(str(jar) for jar in extra)}
+    resolved = [str(jar) for jar in resolve(wanted) if _artifact(jar) not in shipped]
+    return {"spark.jars": ",".join(resolved + [str(Path(path).absolute()) for path in paths])}
+
+
+def is_coordinate(item: str) -> bool:
+    """``group:artifact:version`` rather than a jar's path."""
+    return not item.endswith(".jar") and len(item.split(":")) in (3, 4) and "/" not in item
 
 
 def _artifact(jar: Path) -> str:

@@ -58,7 +58,7 @@ from cdclake.schema.evolution import (
     quote,
 )
 from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, Source, plan_ranges
-from cdclake.spark import apply, killpoints, records
+from cdclake.spark import apply, catalogs, killpoints, records
 from cdclake.spark.batches import run_batches
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
 from cdclake.spark.state import (
@@ -765,10 +765,10 @@ class Replicator:
     def _evolve(self, known: TableState, changes: list[SchemaChange]) -> TableState:
         # Planned against the lake table as it is, not as the state remembers it: a batch re-run after a
         # crash finds its DDL already applied, and plans nothing.
-        changes = _not_made_yet(known.schema, changes)
-        lake_now = apply.lake_columns_of(self.spark, known.lake_table)
+        changes, lake_now = _not_made_yet(known.schema, changes), apply.lake_columns_of(self.spark, known.lake_table)
         try:
             lake_changes = plan(known.lake_table, lake_now, changes, self.config.evolution, mysql_schema=known.schema)
+            catalogs.check_lake_changes(self.spark.conf.get, self.config.catalog, known.lake_table, lake_changes)
         except SchemaEvolutionError as error:
             raise SchemaEvolutionError(
                 f"{error} (the batch stopped at this change: the changes before it are applied, none after it; "

@@ -7,11 +7,12 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdclake.errors import OptionError
 from cdclake.spark.jars import jar_settings
 
 if TYPE_CHECKING:
@@ -94,13 +95,16 @@ def build_session(
     warehouse: str | Path = "warehouse",
     conf: Mapping[str, str] | None = None,
     log_file: Path | None = None,
+    extra_jars: Sequence[str] = (),
 ) -> SparkSession:
     """The active Spark session, or a new one with an Iceberg catalog; ``conf`` overrides any setting,
     so any other Spark catalog (REST, JDBC, Hive, Glue) is a matter of configuration.
 
     Iceberg's runtime for the running Spark and Spark's Kafka source come from Maven Central
     (:mod:`cdclake.spark.jars`); a ``spark.jars`` or ``spark.jars.packages`` in ``conf`` replaces
-    them, so such a setting must name Iceberg's runtime too. ``master=None`` leaves the master to
+    them, so such a setting must name Iceberg's runtime too. ``extra_jars`` are added to cdclake's own,
+    each Maven coordinates or a jar's path: a JDBC catalog's driver (``org.postgresql:postgresql:42.7.7``),
+    say; with a ``spark.jars`` of your own, name them there instead. ``master=None`` leaves the master to
     spark-submit. A local master's Python workers run this interpreter unless ``PYSPARK_PYTHON``
     says otherwise, so a virtual environment's packages (pyarrow, cdclake) are there on the executors
     even when it is not activated; its driver, which runs the executors too, gets a heap of
@@ -108,17 +112,22 @@ def build_session(
     started Spark's JVM yet. With ``log_file`` (see :func:`new_log_file`) a new JVM's log and its
     stderr go to that file, and no progress bars are drawn: the terminal keeps what the caller prints.
     """
+    given = dict(conf or {})
+    own_jars = [key for key in _JAR_SETTINGS if key in given]
+    if extra_jars and own_jars:
+        # Silently dropping either list would leave a class missing at the first query that needs it.
+        raise OptionError(f"extra jars ({', '.join(extra_jars)}) are added to cdclake's own jars, which "
+                          f"{own_jars[0]} replaces: name them in {own_jars[0]} too, and leave out extra jars")
     import pyspark
     from pyspark.sql import SparkSession
 
-    given = dict(conf or {})
     local = master is not None and master.startswith("local")
     if local and "spark.pyspark.python" not in given:
         # PySpark starts its workers with PYSPARK_PYTHON, read when the context is made (spark-submit
         # alone reads spark.pyspark.python): unset, the workers run whatever `python3` is on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark_home = Path(pyspark.__file__).parent
-    jars = {} if any(key in given for key in _JAR_SETTINGS) else jar_settings(pyspark.__version__, spark_home)
+    jars = {} if own_jars else jar_settings(pyspark.__version__, spark_home, extra=extra_jars)
     settings = {
         **({"spark.driver.memory": LOCAL_DRIVER_MEMORY} if local else {}),
         "spark.sql.session.timeZone": "UTC",

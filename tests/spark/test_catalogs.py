@@ -1,0 +1,129 @@
+"""Other Iceberg catalogs by configuration alone: ``cdclake replicate --config job.toml`` into a REST
+catalog (Iceberg's REST catalog server) and into a JDBC catalog (on PostgreSQL), each run as a user runs
+it, in a process of its own, then every table compared with the upstream in another (one Spark session
+per process, and this process's session knows only the tests' Hadoop catalog).
+
+The services start on loopback for the test and stop after it (tests/catalogs.py). A machine without
+PostgreSQL fails the JDBC test, naming ``.ci/services``, which installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdclake.schema.evolution import SchemaEvolutionError
+from cdclake.spark.catalogs import HIVE_COLUMN_CHECK
+from cdclake.workload import Stream, Workload, WorkloadSpec, produce, write_captured
+from tests.catalogs import POSTGRES_DRIVER, LocalPostgres, RestCatalogServer, ServiceMissing
+from tests.spark.crashing import run_replicate
+from tests.spark.jobs import Job, lake_differences, replicate
+
+ROOT = Path(__file__).resolve().parents[2]
+OPTIONS = {"enable-tidb-extension": True}
+# Two shuffle partitions for two cores, as the tests' own session has: the batches are small.
+SMALL = {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false"}
+
+
+@pytest.fixture
+def rest_catalog() -> Iterator[RestCatalogServer]:
+    with RestCatalogServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres() -> Iterator[LocalPostgres]:
+    try:
+        service = LocalPostgres()
+        with service:
+            yield service
+    except ServiceMissing as missing:
+        pytest.fail(str(missing), pytrace=False)
+
+
+def _workload(tmp_path: Path) -> tuple[Workload, Stream]:
+    """30 transactions and DDLs, a DROP COLUMN of shop.accounts among them, as a captured topic."""
+    workload = Workload(WorkloadSpec(seed=23, transactions=30, rename_table=True))
+    stream = produce(workload, "canal-json", OPTIONS, duplicates=2)
+    write_captured(stream, tmp_path / "stream", stream.topic)
+    return workload, stream
+
+
+def _replicate_and_compare(tmp_path: Path, prefix: str, warehouse: Path, spark: Mapping[str, str],
+                           jars: Sequence[str] = ()) -> None:
+    """Replicate a small workload with ``spark`` as the job's only catalog settings, and assert that every
+    table equals the upstream's."""
+    workload, stream = _workload(tmp_path)
+    job = Job(prefix, "canal-json", OPTIONS, max_records=len(stream) // 3 + 1)
+    config = job.write_toml(tmp_path / "job.toml", tmp_path / "stream", warehouse, spark={**SMALL, **spark},
+                            jars=jars)
+    run = run_replicate(config, tmp_path / "replicate.log", timeout_s=600)
+    assert run.returncode == 0, run.log
+    expected = tmp_path / "expected.pickle"
+    expected.write_bytes(pickle.dumps(workload.oracle().carried("canal-json", stream.codec_options).tables))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    compared = subprocess.run([sys.executable, "-m", "tests.spark.compare_lake", str(config), str(expected), prefix],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT, env=env, check=False)
+    assert compared.returncode == 0, compared.stdout[-4000:] + compared.stderr[-4000:]
+    assert " 0 differ" in compared.stdout
+
+
+def test_a_rest_catalog_replicates_by_configuration_alone(tmp_path: Path, rest_catalog: RestCatalogServer) -> None:
+    _replicate_and_compare(tmp_path, "rest", rest_catalog.warehouse, {
+        "spark.sql.catalog.lake.type": "rest",
+        "spark.sql.catalog.lake.uri": rest_catalog.uri,
+    })
+    # The server, not a warehouse directory, knows the job's tables.
+    with urllib.request.urlopen(f"{rest_catalog.uri}/v1/namespaces/rest_cdclake/tables", timeout=10) as response:
+        listed = {ident["name"] for ident in json.load(response)["identifiers"]}
+    assert {"state", "changelog", "dead_letters"} <= listed
+
+
+def test_a_jdbc_catalog_on_postgresql_replicates_by_configuration_alone(tmp_path: Path,
+                                                                         postgres: LocalPostgres) -> None:
+    _replicate_and_compare(tmp_path, "jdbc", tmp_path / "warehouse", {
+        "spark.sql.catalog.lake.type": "jdbc",
+        "spark.sql.catalog.lake.uri": postgres.jdbc_url,
+        "spark.sql.catalog.lake.jdbc.user": postgres.user,
+        # Spark asks a catalog for views as well as tables (tableExists): without V1's views table,
+        # Iceberg's JDBC catalog refuses the question.
+        "spark.sql.catalog.lake.jdbc.schema-version": "V1",
+    }, jars=[POSTGRES_DRIVER])
+    # Iceberg's JDBC catalog keeps each table's metadata pointer in PostgreSQL.
+    listed = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-p", str(postgres.port), "-U", postgres.user, "-d", postgres.database, "-At",
+         "-c", "SELECT table_name FROM iceberg_tables WHERE table_namespace = 'jdbc_cdclake'"],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert {"state", "changelog", "dead_letters"} <= set(listed)
+
+
+def test_a_hive_catalog_is_refused_a_drop_column_before_any_of_it_is_made(spark: Any, tmp_path: Path) -> None:
+    # No metastore here: the tests' Hadoop catalog, with its type setting saying hive (the catalog, made
+    # already, stays what it is), shows the job stops before the statement, and goes ahead once told.
+    workload, stream = _workload(tmp_path)
+    type_setting, told = "spark.sql.catalog.lake.type", f"spark.hadoop.{HIVE_COLUMN_CHECK}"
+    spark.sql("SHOW NAMESPACES IN lake").collect()
+    spark.conf.set(type_setting, "hive")
+    try:
+        refused = Job("hive_refused", "canal-json", OPTIONS)
+        with pytest.raises(SchemaEvolutionError, match=rf"dropping column logins on the Hive catalog 'lake'.* "
+                                                       rf"hive-site\.xml sets {HIVE_COLUMN_CHECK}=false"):
+            replicate(spark, refused, tmp_path / "stream")
+        assert "logins" in spark.table(refused.lake_name("shop", "accounts")).columns
+        spark.conf.set(told, "false")
+        allowed = Job("hive_allowed", "canal-json", OPTIONS)
+        replicate(spark, allowed, tmp_path / "stream")
+    finally:
+        spark.conf.set(type_setting, "hadoop")
+        spark.conf.unset(told)
+    expected = workload.oracle().carried("canal-json", stream.codec_options).tables
+    assert lake_differences(spark, allowed, expected) == []
