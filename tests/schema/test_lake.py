@@ -160,8 +160,9 @@ def test_lake_text_function_is_made_once_per_type() -> None:
         ("bigint unsigned", "try_cast(`c` AS decimal(20,0))"),
         (
             "bigint",  # the unsigned digits of 64 bits too (DataWorks' LONG), only where the cast to long fails
-            "coalesce(try_cast(`c` AS long), try_cast(CASE WHEN try_cast(`c` AS decimal(20,0)) BETWEEN 9223372036854775808 "
-            "AND 18446744073709551615 THEN try_cast(`c` AS decimal(20,0)) - 18446744073709551616 END AS long))",
+            "coalesce(try_cast(`c` AS long), try_cast(CASE WHEN try_cast(`c` AS decimal(20,0)) BETWEEN "
+            "9223372036854775808 AND 18446744073709551615 THEN try_cast(`c` AS decimal(20,0)) - 18446744073709551616 "
+            "END AS long))",
         ),
         ("int unsigned", "try_cast(`c` AS long)"),
         ("float", "try_cast(`c` AS float)"),

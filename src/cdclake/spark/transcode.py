@@ -354,7 +354,8 @@ def _write_partitions(spec: TranscodeSpec, sink: Sink, ends: dict[int, int], rou
 def _written(spec: TranscodeSpec, sink: Sink, ends: dict[int, int], router: dict[str, Any] | None,
              derived: dict[str, Any], partition: int, records: list[LayoutRecord], pa: Any) -> Any:
     layout = lay_out(spec, partition, router, derived, records)
-    already = sink.ends(spec.target.partitions)[partition] - ends[partition]
+    # Only this partition's end: other tasks are writing the others, and a line being written is torn.
+    already = sink.end(partition) - ends[partition]
     if already < 0:
         raise TranscodeError(f"{sink.topic}[{partition}] ends at {ends[partition] + already}, below {ends[partition]} "
                              "where it ended when this batch began: something truncated it")

@@ -29,6 +29,8 @@ class Sink(Protocol):
 
     def ends(self, partitions: int) -> dict[int, int]: ...
 
+    def end(self, partition: int) -> int: ...
+
     def write(self, messages: list[RawMessage]) -> int: ...
 
 
@@ -40,11 +42,11 @@ class CapturedSink:
     topic: str
 
     def ends(self, partitions: int) -> dict[int, int]:
-        ends = {}
-        for partition in range(partitions):
-            extent = partition_extent(self.root, self.topic, partition)
-            ends[partition] = 0 if extent is None else extent.high
-        return ends
+        return {partition: self.end(partition) for partition in range(partitions)}
+
+    def end(self, partition: int) -> int:
+        extent = partition_extent(self.root, self.topic, partition)
+        return 0 if extent is None else extent.high
 
     def write(self, messages: list[RawMessage]) -> int:
         return write_captured(messages, self.root, self.topic)
@@ -64,6 +66,9 @@ class KafkaSink:
             raise TranscodeError(f"Kafka topic {self.topic} has {len(found)} partitions; the target layout needs "
                                  f"{partitions} (create the topic with them, or give --partitions {len(found)})")
         return {partition: extents[(self.topic, partition)].high for partition in range(partitions)}
+
+    def end(self, partition: int) -> int:
+        return self.ends(partition + 1)[partition]
 
     def write(self, messages: list[RawMessage]) -> int:
         return produce_to_kafka(messages, self.config, self.topic)
