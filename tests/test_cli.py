@@ -308,3 +308,12 @@ def test_a_job_file_replicate_cannot_use_is_a_usage_error_before_spark_starts(
         assert result.exit_code == 2, result.output
         assert says in plain(result.stderr)
         assert "Traceback" not in result.output
+
+
+def test_a_tz_that_is_no_zone_is_a_usage_error() -> None:
+    """ "America" is a directory of the tz database (it once crashed with IsADirectoryError)."""
+    for tz in ("America", "A" * 100_000):
+        result = run("decode", "-f", "simple", "--sample", "--tz", tz)
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--tz': unknown time zone" in plain(result.output)
+        assert "Traceback" not in result.output

@@ -196,6 +196,12 @@ class MySQLType:
     decimals: int | None = None
     elements: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        # Checked here, not in parse: every producer's type (a Simple dataType's length) comes through.
+        fault = _beyond_mysql(self)
+        if fault is not None:
+            raise TypeParseError(fault)
+
     @classmethod
     def parse(cls, text: str) -> MySQLType:
         """Parse a column type as MySQL, TiCDC or Canal write it: ``bigint(20) unsigned``, ``enum('a','b')``."""
@@ -264,6 +270,40 @@ class MySQLType:
         return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
+# MySQL's own limits on type parameters (TiDB's are the same). A producer that sends more describes no
+# MySQL column, and some parameters size what decoding allocates (a BIT's width is the bound of its
+# values: BIT(2^40) once asked for a 2^40-bit integer). The longest length is TiDB's LONGTEXT/LONGBLOB.
+_MAX_LENGTH = {
+    Family.BIT: (64, "a BIT is at most 64 bits wide"),
+    Family.DECIMAL: (65, "a DECIMAL has at most 65 digits"),
+}
+_MAX_ANY_LENGTH = 2**32 - 1
+_MAX_FSP = 6  # DATETIME(6), TIMESTAMP(6), TIME(6)
+_MAX_DECIMALS = 30  # DECIMAL(65,30), FLOAT(255,30)
+_MAX_MEMBERS = {Family.ENUM: 65535, Family.SET: 64}
+
+
+def _beyond_mysql(mtype: MySQLType) -> str | None:
+    """What in ``mtype`` is beyond MySQL's limits (``bit(65): a BIT is at most 64 bits wide``), or None."""
+    family = _FAMILY_OF.get(mtype.name)
+    if family is None:
+        return None  # no type at all, which MySQLType.family refuses
+    length, decimals, members = mtype.length or 0, mtype.decimals or 0, len(mtype.elements or ())
+    limit, why = _MAX_LENGTH.get(family, (_MAX_ANY_LENGTH, f"a length is at most {_MAX_ANY_LENGTH}"))
+    if length > limit:
+        fault = why
+    elif family in (Family.DATETIME, Family.TIMESTAMP, Family.TIME) and decimals > _MAX_FSP:
+        fault = f"a {mtype.name.upper()} has at most {_MAX_FSP} fractional digits"
+    elif decimals > _MAX_DECIMALS:
+        fault = f"a {mtype.name.upper()} has at most {_MAX_DECIMALS} decimals"
+    elif members > _MAX_MEMBERS.get(family, members):
+        return f"{mtype.name}({members} members): a {mtype.name.upper()} has at most {_MAX_MEMBERS[family]} members"
+    else:
+        return None
+    arguments = ",".join(str(n) for n in (mtype.length, mtype.decimals) if n is not None)
+    return f"{mtype.name}({arguments}): {fault}"
+
+
 def _numeric_args(args: str | None, text: str) -> tuple[int | None, int | None]:
     if args is None or not args.strip():
         return None, None
@@ -271,6 +311,8 @@ def _numeric_args(args: str | None, text: str) -> tuple[int | None, int | None]:
     # isascii: str.isdigit also accepts digits such as "²" that int() then refuses.
     if len(parts) > 2 or not all(p.isascii() and p.isdigit() for p in parts):
         raise TypeParseError(f"type arguments must be one or two whole numbers: {text!r}")
+    if any(len(p) > 10 for p in parts):  # past every limit, and int() refuses 4300 digits with ValueError
+        raise TypeParseError(f"type arguments beyond MySQL's limits: {text[:60]!r}")
     return int(parts[0]), int(parts[1]) if len(parts) == 2 else None
 
 
@@ -299,10 +341,21 @@ def zone(name: str) -> dt.tzinfo:
     if offset:
         sign = -1 if offset[1] == "-" else 1
         return dt.timezone(sign * dt.timedelta(hours=int(offset[2]), minutes=int(offset[3])))
+    # ZoneInfo opens the name as a path under the tz database: "America" is a directory there
+    # (IsADirectoryError), 100 KB of text too long a file name (OSError). Only a name of an IANA zone's
+    # shape reaches it, and any OSError left (a directory such as "Etc") is an unknown zone too.
     try:
+        if len(name) > _MAX_ZONE_NAME or _ZONE_NAME.fullmatch(name) is None:
+            raise ValueError(name)
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise OptionError(f"unknown time zone {name!r}: use an IANA name, UTC or +HH:MM") from exc
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise OptionError(f"unknown time zone {name[:60]!r}: use an IANA name, UTC or +HH:MM") from exc
+
+
+# IANA zone names: ASCII words joined by "/" (America/Argentina/ComodRivadavia, Etc/GMT+5); the longest
+# has 32 characters.
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
+_MAX_ZONE_NAME = 64
 
 
 # --- temporal values --------------------------------------------------------------------------------
