@@ -5,7 +5,9 @@ says what is wrong, and keep its caches bounded whatever a stream sends.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
 import struct
 import time
 from typing import Any
@@ -17,6 +19,7 @@ from cdclake.formats import get_codec
 from cdclake.formats.limits import MAX_COLUMNS, SHAPE_CACHE_SIZE
 from cdclake.model import Bootstrap, ColumnSchema, Op, Origin, RawMessage, RowChange, TableSchema
 from cdclake.types import MySQLType, zone
+from tests.fuzzing import HOSTILE, hostile_mutate
 
 ORIGIN = Origin(topic="cdc", partition=0, offset=7)
 
@@ -215,3 +218,39 @@ def test_dataworks_integer_past_the_digit_limit_is_a_decode_error() -> None:
     """orjson refuses it (a float64 past its range) before the exact reading could meet CPython's limit."""
     value = dataworks(1, {"c0": 1}).replace(b'"c0": 1}', b'"c0": ' + b"9" * 5000 + b"}")
     assert "invalid JSON" in refusal("dataworks", value).reason
+
+
+# --- the hostile mutations, a few hundred per format (bench/fuzz.py runs 50,000) -----------------------
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_hostile_mutants_raise_only_decode_errors(kind: str) -> None:
+    """Each hostile mutation, 30 times per format over the messages above: decoded or a DecodeError,
+    each within a couple of seconds (bench/fuzz.py checks 50,000 per format more strictly)."""
+    rng = random.Random(kind)
+    columns = (ColumnSchema("id", MySQLType("bigint"), False), ColumnSchema("ts", MySQLType("timestamp"), True),
+               ColumnSchema("b", MySQLType("bit", length=8), True))
+    seeds = {
+        "canal-json": [canal({"id": "1", "b": "3"}, {"id": "bigint", "b": "bit(8)"})],
+        "open": [json.dumps({"u": {"id": column(1, 11)}, "p": {"id": column(2, 11)}}).encode()],
+        "dataworks": [dataworks(2, {"c0": 1, "c1": 2})],
+        "simple": simple_messages("simple", columns, {"id": 1, "ts": None, "b": 3}),
+        "simple-avro": simple_messages("simple-avro", columns, {"id": 1, "ts": None, "b": 3}),
+    }
+    for codec, messages in seeds.items():
+        for _ in range(30):
+            mutant = hostile_mutate(rng.choice(messages), rng, kind)
+            started = time.perf_counter()
+            decoder = get_codec(codec).decoder()
+            for message in messages[:-1]:  # the schema a Simple row needs
+                decoder.decode(RawMessage(None, message, ORIGIN))
+            key, value = (open_frames(mutant) if codec == "open" else (None, mutant))
+            with contextlib.suppress(DecodeError):
+                decoder.decode(RawMessage(key, value, ORIGIN))
+            assert time.perf_counter() - started < 2, (codec, mutant[:200])
+
+
+def open_frames(value: bytes) -> tuple[bytes, bytes]:
+    """One Open Protocol row event of this value JSON."""
+    key = b'{"ts":1,"scm":"d","tbl":"t","t":1}'
+    return struct.pack(">Q", 1) + frame(key), frame(value)
