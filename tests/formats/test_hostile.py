@@ -214,6 +214,15 @@ def test_dataworks_too_many_columns_is_refused() -> None:
     assert f"schema.dataColumn has {MAX_COLUMNS + 1} columns; a MySQL table has at most {MAX_COLUMNS}" in error.reason
 
 
+def test_dataworks_double_text_of_many_digits_is_refused_in_linear_time() -> None:
+    """Found by bench/fuzz.py: the DOUBLE text pattern backtracked quadratically (13 s for 20,000 digits)."""
+    digits = b'"c0": "' + b"9" * 20_000 + b'x"}'
+    message = dataworks(1, {"c0": 1}).replace(b'"LONG"', b'"DOUBLE"').replace(b'"c0": 1}', digits)
+    started = time.process_time()
+    assert "a DOUBLE is a JSON number or its decimal text" in refusal("dataworks", message).reason
+    assert time.process_time() - started < 0.5
+
+
 def test_dataworks_integer_past_the_digit_limit_is_a_decode_error() -> None:
     """orjson refuses it (a float64 past its range) before the exact reading could meet CPython's limit."""
     value = dataworks(1, {"c0": 1}).replace(b'"c0": 1}', b'"c0": ' + b"9" * 5000 + b"}")
