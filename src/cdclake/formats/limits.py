@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-# MySQL's and TiDB's limit of columns per table (TiDB: ``max-column-count``... is fixed at 4096, as
-# MySQL's hard limit). More in one image or schema is no table's.
+# MySQL's hard limit of columns per table, which TiDB keeps too: 4096.
+# More in one image or schema describes no table.
 MAX_COLUMNS = 4096
 
 # The widest column order compiled into a reader. CPython compiles a long straight-line function, and a
