@@ -352,3 +352,12 @@ def test_a_warehouse_uri_and_extra_jars_reach_the_session_as_given(
     # A Path would have made it the local directory s3a:/bucket/lake.
     assert asked["warehouse"] == "s3a://bucket/lake"
     assert list(asked["extra_jars"]) == ["org.postgresql:postgresql:42.7.7"]
+
+
+def test_a_tz_that_is_no_zone_is_a_usage_error() -> None:
+    """ "America" is a directory of the tz database (it once crashed with IsADirectoryError)."""
+    for tz in ("America", "A" * 100_000):
+        result = run("decode", "-f", "simple", "--sample", "--tz", tz)
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--tz': unknown time zone" in plain(result.output)
+        assert "Traceback" not in result.output

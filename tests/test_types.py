@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,14 +21,11 @@ from cdclake.types import (
     Family,
     MySQLType,
     ZeroTemporal,
-    arrow_type,
     format_float,
     format_time,
     format_timestamp,
     parse_time,
     parse_timestamp,
-    spark_type,
-    to_arrow_value,
     to_float32,
     value_from_text,
     value_to_text,
@@ -375,107 +371,6 @@ def test_zone_offsets(name: str, offset: dt.timedelta) -> None:
 def test_zone_rejects(name: str) -> None:
     with pytest.raises(OptionError):
         zone(name)
-
-
-# --- Arrow and Spark --------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("type_text", "arrow", "spark"),
-    [
-        ("tinyint", pa.int8(), "tinyint"),
-        ("tinyint unsigned", pa.int16(), "smallint"),
-        ("smallint", pa.int16(), "smallint"),
-        ("smallint unsigned", pa.int32(), "int"),
-        ("mediumint", pa.int32(), "int"),
-        ("mediumint unsigned", pa.int32(), "int"),
-        ("int", pa.int32(), "int"),
-        ("int unsigned", pa.int64(), "bigint"),
-        ("bigint", pa.int64(), "bigint"),
-        ("bigint(20) unsigned", pa.decimal128(20, 0), "decimal(20,0)"),
-        ("bit(1)", pa.uint64(), "decimal(20,0)"),
-        ("bit(64)", pa.uint64(), "decimal(20,0)"),
-        ("year", pa.int16(), "smallint"),
-        ("float", pa.float32(), "float"),
-        ("double", pa.float64(), "double"),
-        ("decimal(10,4)", pa.decimal128(10, 4), "decimal(10,4)"),
-        ("decimal(38,10)", pa.decimal128(38, 10), "decimal(38,10)"),
-        ("decimal(10)", pa.decimal128(10, 0), "decimal(10,0)"),
-        ("decimal(39,2)", pa.decimal256(39, 2), "string"),
-        ("decimal(65,30)", pa.decimal256(65, 30), "string"),
-        ("decimal", pa.decimal256(65, 30), "string"),
-        ("char(10)", pa.string(), "string"),
-        ("varchar(255)", pa.string(), "string"),
-        ("longtext", pa.string(), "string"),
-        ("json", pa.string(), "string"),
-        ("vector", pa.string(), "string"),
-        ("binary(16)", pa.binary(), "binary"),
-        ("blob", pa.binary(), "binary"),
-        ("geometry", pa.binary(), "binary"),
-        ("point", pa.binary(), "binary"),
-        ("enum('a','b')", pa.string(), "string"),
-        ("set('a','b')", pa.string(), "string"),
-        ("enum", pa.int32(), "int"),
-        ("set", pa.uint64(), "decimal(20,0)"),
-        ("date", pa.date32(), "date"),
-        ("datetime(6)", pa.timestamp("us"), "timestamp_ntz"),
-        ("timestamp", pa.timestamp("us", tz="UTC"), "timestamp"),
-        ("time(3)", pa.duration("us"), "interval day to second"),
-    ],
-)
-def test_arrow_and_spark_types(type_text: str, arrow: pa.DataType, spark: str) -> None:
-    mtype = MySQLType.parse(type_text)
-    assert arrow_type(mtype) == arrow
-    assert spark_type(mtype) == spark
-
-
-@pytest.mark.parametrize(
-    "mtype", [*TYPES, *map(MySQLType.parse, ["enum", "set", "decimal", "decimal(10)", "point", "vector"])], ids=str
-)
-def test_spark_reads_the_arrow_type_as_the_spark_type(mtype: MySQLType) -> None:
-    """Spark's own Arrow-to-Spark mapping gives spark_type, except for the documented conversions."""
-    pandas_types = pytest.importorskip("pyspark.sql.pandas.types")
-    arrow = arrow_type(mtype)
-    if arrow == pa.uint64():
-        assert spark_type(mtype) == "decimal(20,0)"
-    elif isinstance(arrow, pa.Decimal256Type):
-        assert spark_type(mtype) == "string"
-    else:
-        assert pandas_types.from_arrow_type(arrow, prefer_timestamp_ntz=True).simpleString() == spark_type(mtype)
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.data())
-def test_pyarrow_holds_every_value_exactly(data: st.DataObject) -> None:
-    mtype = data.draw(st.sampled_from(TYPES), label="type")
-    value = data.draw(values_of(mtype), label="value")
-    array = pa.array([to_arrow_value(value), None], type=arrow_type(mtype))
-    expected = None if isinstance(value, ZeroTemporal) else value
-    assert array.to_pylist() == [expected, None]
-
-
-def test_pyarrow_holds_values_of_types_the_producer_left_vague() -> None:
-    cases: list[tuple[str, Any]] = [
-        ("decimal", Decimal("129012.1230000")),
-        ("decimal", Decimal("-" + "9" * 35 + "." + "9" * 30)),
-        ("enum", 65535),
-        ("set", 2**64 - 1),
-        ("bigint unsigned", 2**64 - 1),
-        ("geometry", b"\x00\x00\x00\x00\x01\x01"),
-        ("vector", "[1,2,3]"),
-    ]
-    for type_text, value in cases:
-        assert pa.array([value], type=arrow_type(MySQLType.parse(type_text))).to_pylist() == [value]
-
-
-def test_pyarrow_refuses_rather_than_rounds_a_decimal_too_wide_for_a_bare_decimal() -> None:
-    with pytest.raises(pa.ArrowInvalid):
-        pa.array([Decimal("1" + "0" * 40)], type=arrow_type(MySQLType("decimal")))
-
-
-@pytest.mark.parametrize("value", [ZeroTemporal("0000-00-00"), ZeroTemporal("2024-00-15 10:00:00")])
-def test_zero_dates_become_null(value: ZeroTemporal) -> None:
-    assert to_arrow_value(value) is None
 
 
 def test_importing_types_does_not_import_pyarrow() -> None:

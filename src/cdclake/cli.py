@@ -47,6 +47,7 @@ from cdclake.message_files import (
 )
 from cdclake.model import Event, Origin, PendingRow, RawMessage, RowChange
 from cdclake.sources.captured import CaptureError, partitions, read_partition, topics
+from cdclake.types import zone
 
 _Part = TypeVar("_Part")
 
@@ -126,6 +127,11 @@ def _parse_options(given: Iterable[str], tz: str | None) -> dict[str, str]:
             raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="'--option'")
         options[name.strip()] = value
     if tz is not None:
+        # Checked here, before any message is read, so that the usage error names --tz.
+        try:
+            zone(tz)
+        except OptionError as exc:
+            raise typer.BadParameter(str(exc), param_hint="'--tz'") from None
         options["tz"] = tz
     return options
 

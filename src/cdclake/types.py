@@ -27,44 +27,10 @@ zero dates         :class:`ZeroTemporal` (``0000-00-00``, ``2024-00-15`` ...)
 NULL               ``None``
 =================  ==============================================================
 
-:func:`arrow_type` and :func:`spark_type` give the column that holds every value of a type exactly.
-One storage decision per type is written out for both, so they differ only where noted:
-
-========================  =====================  ======================  ========================
-MySQL type                stored as              Arrow                   Spark
-========================  =====================  ======================  ========================
-tinyint, smallint         8, 16 bits             int8, int16             tinyint, smallint
-mediumint, int            32 bits                int32                   int
-bigint                    64 bits                int64                   bigint
-tinyint ... int unsigned  next wider signed      int16, int32, int32,    smallint, int, int,
-                          (mediumint: int32)     int64                   bigint
-bigint unsigned           decimal(20,0)          decimal128(20, 0)       decimal(20,0)
-bit(n), set w/o members   unsigned 64 bits       uint64                  decimal(20,0) [1]
-enum w/o members          index (<= 65535)       int32                   int
-year                      16 bits                int16                   smallint
-float, double             float32, float64       float, double           float, double
-decimal(p,s), p <= 38     decimal(p,s)           decimal128(p, s)        decimal(p,s)
-decimal(p,s), p > 38      decimal(p,s)           decimal256(p, s)        string [2]
-decimal, no precision     decimal(65, s or 30)   decimal256(65, s)       string [2]
-char ... longtext, json,  text                   string                  string
-vector, enum/set members
-binary ... longblob,      bytes                  binary                  binary
-geometry (WKB)
-date                      day                    date32                  date
-datetime                  wall clock, no zone    timestamp[us]           timestamp_ntz
-timestamp                 instant in UTC         timestamp[us, UTC]      timestamp
-time                      duration               duration[us]            interval day to second [3]
-========================  =====================  ======================  ========================
-
-[1] Spark has no unsigned types and its Arrow reader refuses uint64; decimal(20,0) holds every value.
-[2] Spark's decimals stop at precision 38 (MySQL's at 65), so wider ones reach Spark as their exact text.
-    A bare ``decimal`` (TiCDC's default Canal-JSON ``mysqlType``, Open Protocol) tells neither precision
-    nor scale; decimal(65,30) holds the values of most columns, and one with more than 35 integer digits
-    makes pyarrow raise ArrowInvalid (pyarrow never rounds a decimal).
-[3] Iceberg has no interval type: an Iceberg sink has to carry TIME another way.
+Which lake column holds each type is :mod:`cdclake.schema.lake`'s to say (its table).
 
 **Zero dates.** A :class:`ZeroTemporal` (``0000-00-00``, ``2024-00-15 10:00:00``) names no day, so no
-date or timestamp column can hold it: :func:`to_arrow_value` makes it NULL, as MySQL Connector/J
+date or timestamp column can hold it: the lake stores NULL, as MySQL Connector/J
 (``zeroDateTimeBehavior=CONVERT_TO_NULL``) and Debezium do, even in a NOT NULL column. The decoded
 event keeps the exact text for whoever needs it.
 """
@@ -78,13 +44,10 @@ import struct
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cdclake.errors import OptionError, TypeParseError
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 
 class Family(Enum):
@@ -196,6 +159,12 @@ class MySQLType:
     decimals: int | None = None
     elements: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        # Checked here, not in parse: every producer's type (a Simple dataType's length) comes through.
+        fault = _beyond_mysql(self)
+        if fault is not None:
+            raise TypeParseError(fault)
+
     @classmethod
     def parse(cls, text: str) -> MySQLType:
         """Parse a column type as MySQL, TiCDC or Canal write it: ``bigint(20) unsigned``, ``enum('a','b')``."""
@@ -264,6 +233,40 @@ class MySQLType:
         return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
+# MySQL's own limits on type parameters (TiDB's are the same). A producer that sends more describes no
+# MySQL column, and some parameters size what decoding allocates (a BIT's width is the bound of its
+# values: BIT(2^40) once asked for a 2^40-bit integer). The longest length is TiDB's LONGTEXT/LONGBLOB.
+_MAX_LENGTH = {
+    Family.BIT: (64, "a BIT is at most 64 bits wide"),
+    Family.DECIMAL: (65, "a DECIMAL has at most 65 digits"),
+}
+_MAX_ANY_LENGTH = 2**32 - 1
+_MAX_FSP = 6  # DATETIME(6), TIMESTAMP(6), TIME(6)
+_MAX_DECIMALS = 30  # DECIMAL(65,30), FLOAT(255,30)
+_MAX_MEMBERS = {Family.ENUM: 65535, Family.SET: 64}
+
+
+def _beyond_mysql(mtype: MySQLType) -> str | None:
+    """What in ``mtype`` is beyond MySQL's limits (``bit(65): a BIT is at most 64 bits wide``), or None."""
+    family = _FAMILY_OF.get(mtype.name)
+    if family is None:
+        return None  # no type at all, which MySQLType.family refuses
+    length, decimals, members = mtype.length or 0, mtype.decimals or 0, len(mtype.elements or ())
+    limit, why = _MAX_LENGTH.get(family, (_MAX_ANY_LENGTH, f"a length is at most {_MAX_ANY_LENGTH}"))
+    if length > limit:
+        fault = why
+    elif family in (Family.DATETIME, Family.TIMESTAMP, Family.TIME) and decimals > _MAX_FSP:
+        fault = f"a {mtype.name.upper()} has at most {_MAX_FSP} fractional digits"
+    elif decimals > _MAX_DECIMALS:
+        fault = f"a {mtype.name.upper()} has at most {_MAX_DECIMALS} decimals"
+    elif members > _MAX_MEMBERS.get(family, members):
+        return f"{mtype.name}({members} members): a {mtype.name.upper()} has at most {_MAX_MEMBERS[family]} members"
+    else:
+        return None
+    arguments = ",".join(str(n) for n in (mtype.length, mtype.decimals) if n is not None)
+    return f"{mtype.name}({arguments}): {fault}"
+
+
 def _numeric_args(args: str | None, text: str) -> tuple[int | None, int | None]:
     if args is None or not args.strip():
         return None, None
@@ -271,6 +274,8 @@ def _numeric_args(args: str | None, text: str) -> tuple[int | None, int | None]:
     # isascii: str.isdigit also accepts digits such as "²" that int() then refuses.
     if len(parts) > 2 or not all(p.isascii() and p.isdigit() for p in parts):
         raise TypeParseError(f"type arguments must be one or two whole numbers: {text!r}")
+    if any(len(p) > 10 for p in parts):  # past every limit, and int() refuses 4300 digits with ValueError
+        raise TypeParseError(f"type arguments beyond MySQL's limits: {text[:60]!r}")
     return int(parts[0]), int(parts[1]) if len(parts) == 2 else None
 
 
@@ -299,10 +304,21 @@ def zone(name: str) -> dt.tzinfo:
     if offset:
         sign = -1 if offset[1] == "-" else 1
         return dt.timezone(sign * dt.timedelta(hours=int(offset[2]), minutes=int(offset[3])))
+    # ZoneInfo opens the name as a path under the tz database: "America" is a directory there
+    # (IsADirectoryError), 100 KB of text too long a file name (OSError). Only a name of an IANA zone's
+    # shape reaches it, and any OSError left (a directory such as "Etc") is an unknown zone too.
     try:
+        if len(name) > _MAX_ZONE_NAME or _ZONE_NAME.fullmatch(name) is None:
+            raise ValueError(name)
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise OptionError(f"unknown time zone {name!r}: use an IANA name, UTC or +HH:MM") from exc
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise OptionError(f"unknown time zone {name[:60]!r}: use an IANA name, UTC or +HH:MM") from exc
+
+
+# IANA zone names: ASCII words joined by "/" (America/Argentina/ComodRivadavia, Etc/GMT+5); the longest
+# has 32 characters.
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
+_MAX_ZONE_NAME = 64
 
 
 # --- temporal values --------------------------------------------------------------------------------
@@ -645,109 +661,3 @@ def value_to_text(mtype: MySQLType, value: Any, tz: dt.tzinfo) -> str:
     if not isinstance(value, str):
         raise TypeParseError(f"a {mtype} value must be str, got {type(value).__name__}")
     return value
-
-
-# --- Arrow and Spark columns (the table in the module docstring) -----------------------------------
-
-SPARK_MAX_DECIMAL_PRECISION = 38
-"""Spark's widest decimal; MySQL's is 65."""
-
-# The precision and scale of a decimal column whose producer did not say: MySQL's maxima.
-_UNKNOWN_DECIMAL = (65, 30)
-
-_SPARK_OF_STORAGE = {
-    "int8": "tinyint",
-    "int16": "smallint",
-    "int32": "int",
-    "int64": "bigint",
-    "uint64": "decimal(20,0)",
-    "float32": "float",
-    "float64": "double",
-    "string": "string",
-    "binary": "binary",
-    "date": "date",
-    "timestamp": "timestamp_ntz",
-    "timestamp_utc": "timestamp",
-    "duration": "interval day to second",
-}
-
-_STORAGE_OF_FAMILY = {
-    Family.BIT: "uint64",
-    Family.YEAR: "int16",
-    Family.FLOAT: "float32",
-    Family.DOUBLE: "float64",
-    Family.STRING: "string",
-    Family.JSON: "string",
-    Family.VECTOR: "string",
-    Family.BINARY: "binary",
-    Family.GEOMETRY: "binary",
-    Family.DATE: "date",
-    Family.DATETIME: "timestamp",
-    Family.TIMESTAMP: "timestamp_utc",
-    Family.TIME: "duration",
-}
-
-
-def _storage(mtype: MySQLType) -> str | tuple[int, int]:
-    """How values of ``mtype`` are stored: a key of ``_SPARK_OF_STORAGE``, or a decimal's (p, s)."""
-    family = mtype.family
-    if family is Family.INTEGER:
-        # An unsigned type needs one bit more than a signed one; 65 bits fit no integer type.
-        needed = INTEGER_BITS[mtype.name] + mtype.unsigned
-        return next((f"int{bits}" for bits in (8, 16, 32, 64) if needed <= bits), (20, 0))
-    if family is Family.DECIMAL:
-        if mtype.length is None:
-            precision, scale = _UNKNOWN_DECIMAL
-            return precision, scale if mtype.decimals is None else mtype.decimals
-        return mtype.length, mtype.decimals or 0  # DECIMAL(p) is DECIMAL(p,0)
-    if family is Family.ENUM:
-        return "string" if mtype.elements is not None else "int32"
-    if family is Family.SET:
-        return "string" if mtype.elements is not None else "uint64"
-    return _STORAGE_OF_FAMILY[family]
-
-
-def arrow_type(mtype: MySQLType) -> pa.DataType:
-    """The Arrow type that holds every value of ``mtype`` exactly, once :func:`to_arrow_value` has
-    made zero dates NULL."""
-    # Imported here, not at the top: the codecs import this module and must not pay for pyarrow.
-    import pyarrow as pa
-
-    storage = _storage(mtype)
-    if isinstance(storage, tuple):
-        precision, scale = storage
-        fits_128_bits = precision <= 38
-        return pa.decimal128(precision, scale) if fits_128_bits else pa.decimal256(precision, scale)
-    return {
-        "int8": pa.int8(),
-        "int16": pa.int16(),
-        "int32": pa.int32(),
-        "int64": pa.int64(),
-        "uint64": pa.uint64(),
-        "float32": pa.float32(),
-        "float64": pa.float64(),
-        "string": pa.string(),
-        "binary": pa.binary(),
-        "date": pa.date32(),
-        "timestamp": pa.timestamp("us"),
-        "timestamp_utc": pa.timestamp("us", tz="UTC"),
-        "duration": pa.duration("us"),
-    }[storage]
-
-
-def spark_type(mtype: MySQLType) -> str:
-    """The Spark SQL type, as DDL text, of a lake column that holds every value of ``mtype``.
-
-    Text rather than a pyspark ``DataType``, so that this module never imports pyspark.
-    """
-    storage = _storage(mtype)
-    if isinstance(storage, tuple):
-        precision, scale = storage
-        return f"decimal({precision},{scale})" if precision <= SPARK_MAX_DECIMAL_PRECISION else "string"
-    return _SPARK_OF_STORAGE[storage]
-
-
-def to_arrow_value(value: Any) -> Any:
-    """A decoded value as its :func:`arrow_type` column takes it: unchanged, except that a zero date
-    becomes NULL (see "Zero dates" in the module docstring)."""
-    return None if isinstance(value, ZeroTemporal) else value

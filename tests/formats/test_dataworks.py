@@ -807,12 +807,17 @@ def test_tombstone_is_a_decode_error() -> None:
         CODEC.decoder().decode(message(None))
 
 
-def test_fuzzed_messages_raise_only_decode_errors(vectors: Path) -> None:
-    seeds = [vector_json(vectors, name) for name in VECTOR_FILES] + [
+def fuzz_seeds(vectors: Path) -> list[bytes]:
+    """The vectors' messages and the spec's, one of each kind (bench/fuzz.py mutates them too)."""
+    return [vector_json(vectors, name) for name in VECTOR_FILES] + [
         s.encode()
         for s in (SPEC_HEARTBEAT, SPEC_INSERT, SPEC_UPDATE_BEFORE, SPEC_UPDATE_AFTER, SPEC_DELETE, SPEC_OVERALL,
                   control("TRANSACTION_BEGIN", source=SOURCE), control("QUERY", {"text": "DROP TABLE t"}, SOURCE))
     ]
+
+
+def test_fuzzed_messages_raise_only_decode_errors(vectors: Path) -> None:
+    seeds = fuzz_seeds(vectors)
     decoder = CODEC.decoder()  # one decoder, so held halves meet garbage too
     decoded = past_the_parser = 0
     for offset, mutant in enumerate(mutations(seeds, 10_000, seed=7)):

@@ -38,7 +38,9 @@ from tests.strategies import TYPES, nullable_values_of
         ("decimal(12)", "decimal(12,0)"),
         ("decimal(39,2)", "string"),
         ("decimal(65,30)", "string"),
-        ("decimal", "string"),  # precision unknown: as types.py, decimal(65,30)
+        ("decimal", "string"),  # precision unknown: MySQL's widest, decimal(65,30)
+        ("decimal(10)", "decimal(10,0)"),
+        ("decimal(38,10)", "decimal(38,10)"),
         ("float", "float"),
         ("double", "double"),
         ("varchar(10)", "string"),

@@ -72,10 +72,11 @@ from cdclake.types import (
     format_float,
     format_time,
     set_value,
-    spark_type,
 )
 
 LakeText = Callable[[Any], "str | None"]
+
+_SPARK_MAX_DECIMAL_PRECISION = 38
 
 # The widest bit column a long holds: Iceberg's long is signed, so bit(64)'s top bit does not fit.
 _LONG_BITS = 63
@@ -104,7 +105,7 @@ def lake_type(mtype: MySQLType) -> str:
             return "decimal(20,0)"
         return "int" if INTEGER_BITS[mtype.name] + mtype.unsigned <= 32 else "long"
     if family is Family.DECIMAL:
-        return spark_type(mtype)  # decimal(p,s), or string past Spark's precision 38
+        return _decimal_lake_type(mtype)
     if family is Family.ENUM:
         return "string" if mtype.elements is not None else "int"
     if family is Family.SET:
@@ -112,6 +113,16 @@ def lake_type(mtype: MySQLType) -> str:
     if family is Family.BIT:
         return "long" if mtype.length is not None and mtype.length <= _LONG_BITS else "decimal(20,0)"
     return _LAKE_TYPE_OF_FAMILY[family]
+
+
+def _decimal_lake_type(mtype: MySQLType) -> str:
+    """decimal(p,s), or string past Spark's precision 38 (MySQL's goes to 65), where the exact text is
+    kept. A bare ``decimal`` (TiCDC's default Canal-JSON ``mysqlType``, Open Protocol) tells neither
+    precision nor scale, so it is taken at MySQL's widest, decimal(65, s or 30): text."""
+    if mtype.length is None:
+        return "string"
+    scale = mtype.decimals or 0  # DECIMAL(p) is DECIMAL(p,0)
+    return f"decimal({mtype.length},{scale})" if mtype.length <= _SPARK_MAX_DECIMAL_PRECISION else "string"
 
 
 def lake_text(mtype: MySQLType, value: Any) -> str | None:

@@ -27,6 +27,7 @@ from cdclake.formats.canal_json.wire import (
 )
 from cdclake.formats.compression import decompressor
 from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type
+from cdclake.formats.limits import too_many_columns
 from cdclake.model import Ddl, Event, LargeMessageKind, LargeMessageRef, Op, Origin, RawMessage, RowChange, Watermark
 from cdclake.types import MySQLType, zone
 
@@ -203,6 +204,9 @@ class CanalJsonDecoder:
             return _NO_COLUMNS
         if mysql_types.__class__ is not dict:
             raise _Invalid(f'"mysqlType" must map column names to types, got {_json_kind(mysql_types)}')
+        fault = too_many_columns(len(mysql_types), '"mysqlType"')
+        if fault is not None:  # each order of so many would be compiled, at a second per 4000 columns
+            raise _Invalid(fault)
         key = (tuple(mysql_types), tuple(mysql_types.values()))
         try:
             return self._columns_of_types[key]
@@ -239,6 +243,9 @@ class CanalJsonDecoder:
                 if name not in columns.converters and raw is not None:
                     values.setdefault(name, []).append(raw)
         types, converters = dict(columns.types), dict(columns.converters)
+        fault = too_many_columns(len(types) + len(values), 'a row message')
+        if fault is not None:  # the rows' columns, typed or not: more than a table holds
+            raise _Invalid(fault)
         for name, found in values.items():
             types[name] = _inferred_type(name, found)
             converters[name] = _converter(types[name], self._tz)

@@ -29,6 +29,7 @@ from cdclake.formats.compiled import (
     compile_old_reader,
     compile_reader,
 )
+from cdclake.formats.limits import MAX_COMPILED_COLUMNS
 from cdclake.types import TIME_OF_DAY_DATE, TIME_OF_DAY_MIDNIGHT, Family, MySQLType
 
 # --- compiled row readers -----------------------------------------------------------------------
@@ -143,6 +144,8 @@ class _Columns:
     def _compile(self, keys: tuple[str, ...], tz: dt.tzinfo) -> _RowReader | None:
         if not all(name in self.converters for name in keys):
             return None  # a column without mysqlType: the careful conversion infers its type
+        if len(keys) > MAX_COMPILED_COLUMNS:
+            return None  # compiled in seconds: the converters read it in linear time
         scope = dict(_INLINE_SCOPE)
         reads = []
         for i, name in enumerate(keys):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 import orjson
@@ -82,6 +83,10 @@ def _documents_by_stdlib(value: bytes) -> list[Any]:
         raise _Invalid(f"not JSON: {what} at line {exc.lineno} column {exc.colno} (char {exc.pos})") from None
     except RecursionError:
         raise _Invalid("not JSON this decoder can read: arrays or objects nested too deeply") from None
+    except ValueError:  # after JSONDecodeError, a subclass: CPython's limit on int() of a long text
+        raise _Invalid(
+            f"not JSON this decoder can read: an integer of more than {sys.get_int_max_str_digits()} digits"
+        ) from None
     if not documents:
         raise _Invalid("the value holds no JSON message, only whitespace")
     for document in documents:

@@ -15,6 +15,7 @@ from cdclake.errors import DecodeError
 from cdclake.formats.dataworks.table import _Table, _Unusual
 from cdclake.formats.dataworks.values import _EXACT_READERS, _READERS, _Inexact, _loads, _loads_exactly, _Readers
 from cdclake.formats.dataworks.wire import _KNOWN_FIELDS, _OPS, _ROW_OPS, _TRANSACTION_MARKS, FORMAT, _show, ddl_kind
+from cdclake.formats.limits import TABLE_CACHE_SIZE, Lru
 from cdclake.model import Ddl, Event, Heartbeat, Op, Origin, RawMessage, RowChange, Transaction
 
 
@@ -76,7 +77,9 @@ class DataWorksDecoder:
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self._held: RowChange | None = None
-        self._tables: dict[tuple[str, str], _Table] = {}
+        # Every row message carries its table's schema, so a table forgotten is read again: bounded,
+        # since each table name sent makes an entry.
+        self._tables: Lru[tuple[str, str], _Table] = Lru(TABLE_CACHE_SIZE)
 
     def decode(self, message: RawMessage) -> list[Event]:
         row: RowChange | None
@@ -304,7 +307,7 @@ class DataWorksDecoder:
         if cached is not None and cached.raw == columns and cached.primary_key == primary_key:
             return cached
         table_schema = _Table(columns, primary_key)
-        self._tables[database, table] = table_schema
+        self._tables.put((database, table), table_schema)
         return table_schema
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from cdclake.formats.dataworks.values import _DATE_MS, _EPOCH, _MILLISECOND, _READERS, _read_double, _Readers
 from cdclake.formats.dataworks.wire import BOOLEAN, BYTES, DATE, DOUBLE, LONG, MYSQL_TYPE_OF, STRING, _show
+from cdclake.formats.limits import MAX_COMPILED_COLUMNS, too_many_columns
 from cdclake.types import MySQLType
 
 _NONE = type(None)
@@ -88,6 +89,9 @@ class _Table:
     def __init__(self, raw: Any, primary_key: Any) -> None:
         if type(raw) is not list:
             raise ValueError(f"schema.dataColumn: expected an array of {{name, type}}, got {_show(raw)}")
+        fault = too_many_columns(len(raw), "schema.dataColumn")
+        if fault is not None:  # the columns' order is compiled into a reader
+            raise ValueError(fault)
         kinds: dict[str, str] = {}
         for index, column in enumerate(raw):
             name = column.get("name") if type(column) is dict else None
@@ -126,6 +130,8 @@ class _Table:
         # The same names, as orjson's key cache gives them: the next comparison is by identity.
         self.order = names
         reader = self.fast_reader
+        if len(names) > MAX_COMPILED_COLUMNS:
+            raise _Unusual  # too wide to compile in time: the careful path reads it in linear time
         if reader is None:
             reader = self.fast_reader = _compile_image_reader(self.kinds)
         return data, reader(data)

@@ -12,6 +12,7 @@ import orjson
 
 from cdclake.errors import DecodeError
 from cdclake.formats.compression import decompressor
+from cdclake.formats.limits import COLUMN_CACHE_SIZE, SHAPE_CACHE_SIZE, Lru, too_many_columns
 from cdclake.formats.open_protocol.fast_path import _compile_shape
 from cdclake.formats.open_protocol.values import _ColumnDecoding, _converter, _describe, _type_of
 from cdclake.formats.open_protocol.wire import (
@@ -69,8 +70,10 @@ class OpenDecoder:
         self._tz = zone(options["tz"])
         self._compression = options["large-message-handle-compression"]
         self._decompress = None if self._compression == "none" else decompressor(self._compression)
-        self._columns: dict[tuple[int, int], _ColumnDecoding] = {}
-        self._shapes: dict[tuple[str, ...], _Shape] = {}
+        # Both bounded: flags are any uint64, and with only-output-updated-columns every set of changed
+        # columns is a shape of its own (one per update, once 20,001 shapes and 271 MB).
+        self._columns: Lru[tuple[int, int], _ColumnDecoding] = Lru(COLUMN_CACHE_SIZE)
+        self._shapes: Lru[tuple[str, ...], _Shape] = Lru(SHAPE_CACHE_SIZE)
 
     def flush(self) -> list[Event]:
         """Nothing is held between messages of this format."""
@@ -219,10 +222,13 @@ class OpenDecoder:
             # The same shape (with "f" on every column, codes and flags decide types and keys): keep it
             # and its compiled fast path.
             return known, values
-        self._shapes[names] = shape
+        self._shapes.put(names, shape)
         return shape, values
 
     def _learn_shape(self, image: dict[str, Any], name: str) -> tuple[_Shape, dict[str, Any]]:
+        fault = too_many_columns(len(image), f'row image "{name}"')
+        if fault is not None:  # compiled, 100,000 columns took 32 s and 3.7 GB
+            raise _Invalid(fault)
         codes, sent_flags, all_flags, decodings, values = [], [], [], [], {}
         types: dict[str, MySQLType] = {}
         key_columns = []
@@ -271,7 +277,7 @@ class OpenDecoder:
         mysql_type = _type_of(code, flags)
         convert = _converter(mysql_type, code, self._tz)
         decoding = _ColumnDecoding(mysql_type, convert, bool(flags & _KEY_FLAGS))
-        self._columns[(code, flags)] = decoding
+        self._columns.put((code, flags), decoding)
         return decoding
 
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from cdclake.formats.compiled import DATETIME_SHAPE, TIME_SHAPE, returned_image
+from cdclake.formats.limits import MAX_COMPILED_COLUMNS
 from cdclake.formats.open_protocol.text import _UNICODE_ESCAPE
 from cdclake.formats.open_protocol.values import (
     _DECIMAL_RE,
@@ -49,6 +50,11 @@ def _compile_shape(
     take the fast path.
     """
     if any(flag is None for flag in flags):  # a legacy column without "f": the careful path decodes
+        return None, None
+    if not names or len(names) > MAX_COMPILED_COLUMNS:
+        # Too wide an image would take seconds to compile; the careful path reads it in linear time.
+        # An empty image ("p":{} when no column changed, with only-output-updated-columns): the code
+        # below needs a column to unpack and check, and the careful path reads none at no cost.
         return None, None
     namespace: dict[str, Any] = {
         "_Invalid": _Invalid,

@@ -19,6 +19,7 @@ from cdclake.errors import DecodeError
 from cdclake.formats.compiled import ImageReader, OldImageReader, compile_old_reader, compile_reader
 from cdclake.formats.compression import decompressor
 from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type
+from cdclake.formats.limits import MAX_COMPILED_COLUMNS
 from cdclake.formats.simple.fast_path import INLINE_SCOPE
 from cdclake.formats.simple.fields import UINT64_MAX, Invalid, as_dict, describe, optional, required, uint64
 from cdclake.formats.simple.values import READ_ERRORS, Reader, Zones
@@ -122,7 +123,9 @@ class _Table:
     def _plan(self, keys: tuple[str, ...]) -> ImageReader:
         """The compiled reader of images with ``keys``, cached for the first few orders seen; the
         generic reader for others and for keys that are not all columns of the schema."""
-        if len(self.plans) >= _MAX_PLANS or not keys or not all(type(k) is str and k in self.fast for k in keys):
+        if len(self.plans) >= _MAX_PLANS or not 0 < len(keys) <= MAX_COMPILED_COLUMNS:
+            return self._read_any  # enough orders compiled, or too wide an order to compile in time
+        if not all(type(k) is str and k in self.fast for k in keys):
             return self._read_any
         plan = self.plans[keys] = _compile_plan(keys, self.fast, self.inlines)
         self.old_plans[keys] = _compile_old_plan(keys, self.fast, self.inlines, self.types)

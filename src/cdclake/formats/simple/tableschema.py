@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdclake.errors import TypeParseError
+from cdclake.formats.limits import too_many_columns
 from cdclake.formats.simple.fields import Invalid, as_dict, optional, required, uint64
 from cdclake.formats.simple.values import signed64
 from cdclake.model import ColumnSchema, IndexSchema, TableSchema
@@ -35,6 +36,9 @@ def read_table_schema(raw: Any, where: str, database_key: str, absent_decimal_is
     """A TableSchema from its wire object; ``database_key`` is ``schema`` (JSON) or ``database`` (Avro)."""
     obj = as_dict(raw, where)
     columns = required(obj, "columns", list, where)
+    fault = too_many_columns(len(columns), where)
+    if fault is not None:  # each order of a table's columns is compiled into a reader
+        raise Invalid(fault)
     indexes = optional(obj, "indexes", list, where) or []
     return TableSchema(
         database=required(obj, database_key, str, where),
@@ -79,15 +83,18 @@ def _read_type(data_type: dict[str, Any], where: str, absent_decimal_is_zero: bo
     elements = optional(data_type, "elements", list, where)
     if elements is not None and not all(type(e) is str for e in elements):
         raise Invalid(f"{where}: field 'elements' must list strings, got {elements!r}")
-    return MySQLType(
-        base.name,
-        unsigned=bool(optional(data_type, "unsigned", bool, where)),
-        zerofill=bool(optional(data_type, "zerofill", bool, where)),
-        # TiDB's "unspecified" is -1; 0 is what Go omits. Neither says anything.
-        length=length if length is not None and length > 0 else None,
-        decimals=decimals if decimals is not None and decimals >= 0 else None,
-        elements=tuple(elements) if elements and family in (Family.ENUM, Family.SET) else None,
-    )
+    try:
+        return MySQLType(
+            base.name,
+            unsigned=bool(optional(data_type, "unsigned", bool, where)),
+            zerofill=bool(optional(data_type, "zerofill", bool, where)),
+            # TiDB's "unspecified" is -1; 0 is what Go omits. Neither says anything.
+            length=length if length is not None and length > 0 else None,
+            decimals=decimals if decimals is not None and decimals >= 0 else None,
+            elements=tuple(elements) if elements and family in (Family.ENUM, Family.SET) else None,
+        )
+    except TypeParseError as exc:  # beyond MySQL's limits: a BIT 2^40 bits wide
+        raise Invalid(f"{where}: {exc}") from None
 
 
 def _read_index(raw: Any, where: str) -> IndexSchema:
