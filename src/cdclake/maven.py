@@ -97,9 +97,13 @@ def _copy_dependencies(coordinates: Sequence[str], directory: Path) -> None:
             raise JarsUnavailable(f"mvn could not resolve {', '.join(coordinates)}:\n{tail}")
         jars = sorted(p.name for p in partial.glob("*.jar"))
         (partial / _COMPLETE).write_text("\n".join(jars) + "\n")
-        if directory.exists():  # a run killed before it wrote the listing
+        # Copied beside the cache entry first, then renamed into place: a run killed half-way leaves a
+        # stray folder, never an entry with a listing and half its jars.
+        staged = directory.with_name(f"{directory.name}.{os.getpid()}.partial")
+        shutil.copytree(partial, staged)
+        if directory.exists():  # an entry without its listing: not one this code finished
             shutil.rmtree(directory)
-        shutil.move(str(partial), directory)
+        staged.rename(directory)
 
 
 def _pom(coordinates: Sequence[str]) -> str:
