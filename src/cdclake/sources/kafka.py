@@ -45,6 +45,12 @@ def _consumer(config: Mapping[str, Any]) -> Consumer:
     return Consumer(settings)
 
 
+def _reason(exc: KafkaException) -> str:
+    """librdkafka's own words for a failure: its KafkaError's text, without the wrapper's repr."""
+    error = exc.args[0] if exc.args else exc
+    return error.str() if isinstance(error, KafkaError) else str(error)
+
+
 def check_settings(config: Mapping[str, Any]) -> None:
     """Refuse a setting librdkafka does not take (an unknown name, a value out of its range) with its
     reason, before anything else is done: librdkafka judges them only where a client is made, and that
@@ -53,9 +59,7 @@ def check_settings(config: Mapping[str, Any]) -> None:
     try:
         _consumer({"log_level": 0, **{k: v for k, v in config.items() if k != "bootstrap.servers"}}).close()
     except KafkaException as exc:
-        error = exc.args[0] if exc.args else exc
-        reason = error.str() if isinstance(error, KafkaError) else str(error)
-        raise OptionError(f"a Kafka setting librdkafka refuses: {reason}") from None
+        raise OptionError(f"a Kafka setting librdkafka refuses: {_reason(exc)}") from None
 
 
 def create_topic(config: Mapping[str, Any], name: str, partitions: int) -> None:
@@ -69,7 +73,7 @@ def create_topic(config: Mapping[str, Any], name: str, partitions: int) -> None:
         admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=_TIMEOUT_S)
     except KafkaException as exc:
         raise KafkaSourceError(f"Kafka at {config.get('bootstrap.servers')} did not create topic {name!r}: "
-                               f"{exc.args[0].str() if exc.args else exc}") from None
+                               f"{_reason(exc)}") from None
     deadline = time.monotonic() + _TIMEOUT_S
     while name not in admin.list_topics(timeout=_METADATA_TIMEOUT_S).topics and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -103,10 +107,8 @@ class KafkaTopics:
                     found[(topic, partition)] = PartitionExtent(low, high)
             return found
         except KafkaException as exc:
-            error = exc.args[0] if exc.args else exc
-            reason = error.str() if isinstance(error, KafkaError) else str(error)
             raise KafkaSourceError(f"Kafka at {brokers} did not list the partitions of {self._wanted()}: "
-                                   f"{reason}") from None
+                                   f"{_reason(exc)}") from None
         finally:
             consumer.close()
 

@@ -24,8 +24,9 @@ from cdclake.maven import resolve
 ICEBERG_VERSION = "1.12.0"
 # The Spark lines Iceberg ICEBERG_VERSION has a runtime for, with the Scala version PySpark's jars use.
 SCALA_BY_SPARK_LINE = {"3.5": "2.12", "4.1": "2.13"}
-# Spark's Kafka source per line, tested with every release of the line that PyPI had (3.5.9 and 4.1.4
-# had no Kafka source on Maven Central then): a patch release keeps the API the source is built on.
+# Spark's Kafka source per line: the newest release Maven Central had whole (no 4.1.2-4.1.4 token
+# provider, no 3.5.8/3.5.9 source when checked), run by the tests on PySpark 4.1.4 and 3.5.9; a patch
+# release keeps the API the source is built on.
 KAFKA_SOURCE_BY_SPARK_LINE = {"3.5": "3.5.7", "4.1": "4.1.1"}
 
 
