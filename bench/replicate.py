@@ -30,7 +30,7 @@ source of the code that makes the bytes. In one Spark session (``local[2]``), in
    beforehand.
 
 The pipeline's phases are timed by wrapping its functions for the run (``load_state``,
-``append_plan``, ``_Facts.of``, ``Replicator._plan_tables`` ...; ``cdclake.spark.apply.merge_changes``
+``record_plan``, ``Facts.of``, ``TablePlanner.plan_tables`` ...; ``cdclake.sinks.iceberg.tables.merge_changes``
 for the MERGE statements), and Spark's event log tells which jobs each phase ran. MERGE time is the
 wall time during which at least one MERGE was under way, since tables are applied in parallel; the
 append's is measured the same way. Targets: end to end at least 0.5x the decode-only rate, and MERGE at
@@ -75,15 +75,19 @@ import cdclake.model
 from cdclake.formats import get_codec
 from cdclake.localkafka import KAFKA_BROKER, LocalKafka
 from cdclake.model import Origin, RawMessage
+from cdclake.sinks.iceberg import tables
+from cdclake.sinks.iceberg.sink import IcebergSink
 from cdclake.sources.captured import CapturedTopics
 from cdclake.sources.kafka import KafkaTopics, create_topic
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
-from cdclake.spark import apply, replicate
 from cdclake.spark.changes import CHANGE_DDL, CarriedMessage, DecodeTask, decode_tasks
 from cdclake.spark.jars import ICEBERG_VERSION
+from cdclake.spark.ordering import Facts, Ordering
+from cdclake.spark.planning import TablePlanner
+from cdclake.spark.progress import prune_primes
 from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
+from cdclake.spark.replicate import status as replicate_status
 from cdclake.spark.session import build_session
-from cdclake.spark.state import prune_primes
 from cdclake.workload import Workload, WorkloadSpec, messages, produce_to_kafka, write_captured
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,17 +219,17 @@ class Interval:
 # (phase, owner, attribute): the functions a batch spends its time in, in the order a batch calls them.
 # Each is called once per batch except MERGE (once per table and segment, inside "apply tables").
 PHASES: tuple[tuple[str, Any, str], ...] = (
-    ("load state", replicate, "load_state"),
-    ("record plan", replicate, "append_plan"),
-    ("decode + facts", replicate._Facts, "of"),
-    ("dedupe", Replicator, "_deduplicated"),
-    ("plan tables", Replicator, "_plan_tables"),  # the first use of the deduplicated changes
-    ("changelog", Replicator, "_append_changelog"),
+    ("load state", IcebergSink, "load_state"),
+    ("record plan", IcebergSink, "record_plan"),
+    ("decode + facts", Facts, "of"),
+    ("dedupe", Ordering, "deduplicated"),
+    ("plan tables", TablePlanner, "plan_tables"),  # the first use of the deduplicated changes
+    ("changelog", IcebergSink, "append_changelog"),
     ("net changes", Replicator, "_net_changes"),
     ("apply tables", Replicator, "_apply_tables"),
-    ("state commit", replicate, "write_state"),
+    ("state commit", IcebergSink, "commit"),
 )
-MERGE = ("MERGE", apply, "merge_changes")
+MERGE = ("MERGE", tables, "merge_changes")
 STEP = ("step", Replicator, "step")
 
 
@@ -254,7 +258,7 @@ class Timeline:
             for phase, owner, name in (*PHASES, MERGE, STEP):
                 original = getattr(owner, name)
                 wrapper = self._timed(phase, original)
-                # _Facts.of is a classmethod: the bound original stays bound, the wrapper must not bind again.
+                # Facts.of is a classmethod: the bound original stays bound, the wrapper must not bind again.
                 replacement = staticmethod(wrapper) if isinstance(owner.__dict__[name], classmethod) else wrapper
                 stack.enter_context(mock.patch.object(owner, name, replacement))
             yield self
@@ -461,7 +465,7 @@ class NetRows:
 
     def typed_at_append(self) -> Any:
         """The rows typed from the net change records, as the MERGE types its source."""
-        return apply.upserted_rows(self.records, self.schema, self.whole_images)
+        return tables.upserted_rows(self.records, self.schema, self.whole_images)
 
 
 def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: int) -> list[NetRows]:
@@ -470,19 +474,19 @@ def net_rows_of_merges(spark: Any, stream: CapturedStream, max_batch_records: in
     it was given, both materialized."""
     kept: list[NetRows] = []
     lock = threading.Lock()
-    merge = apply.merge_changes
+    merge = tables.merge_changes
 
     def merge_and_keep(spark: Any, ident: str, schema: Any, net: Any, properties: Mapping[str, str],
                        whole_images: bool = False) -> None:
         merge(spark, ident, schema, net, properties, whole_images)
         # Checkpointed, not persisted: a persisted plan would be recomputed, decoding included, once the
         # batch unpersists the frames it was built from.
-        rows = apply.upserted_rows(net, schema, whole_images).localCheckpoint(eager=True)
+        rows = tables.upserted_rows(net, schema, whole_images).localCheckpoint(eager=True)
         records = net.localCheckpoint(eager=True)
         with lock:
-            kept.append(NetRows(int(properties[apply.BATCH_PROPERTY]), ident, rows, records, schema, whole_images))
+            kept.append(NetRows(int(properties[tables.BATCH_PROPERTY]), ident, rows, records, schema, whole_images))
 
-    with mock.patch.object(apply, "merge_changes", merge_and_keep):
+    with mock.patch.object(tables, "merge_changes", merge_and_keep):
         Replicator(spark, stream.source, _config(stream, "netrows", max_batch_records)).run(once=True)
     return kept
 
@@ -515,7 +519,7 @@ def plain_append(spark: Any, merges: Sequence[NetRows], name: str, parallel: int
 
 def lake_tables(spark: Any, run: RunResult) -> dict[str, tuple[str, int]]:
     """upstream ``database.table`` to (lake table, rows), as the run's state knows them."""
-    found = replicate.status(spark, run.config.catalog, run.config.namespace)["tables"]
+    found = replicate_status(spark, run.config.catalog, run.config.namespace)["tables"]
     return {t["upstream"]: (t["lake_table"], t["rows"]) for t in found}
 
 

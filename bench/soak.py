@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))  # the crash harness lives in tests/spark
 from benchmarks_md import write_section  # noqa: E402  (bench/ is on the path when a script here runs)
 from decode import load_average, machine  # noqa: E402
 
+from cdclake.sinks.iceberg.state import load_state  # noqa: E402
 from cdclake.spark.killpoints import POINTS  # noqa: E402
-from cdclake.spark.state import load_state  # noqa: E402
 from cdclake.workload import Workload, WorkloadSpec, produce  # noqa: E402
 from tests.spark.crashing import KillAfter, Run, left_behind, run_replicate, state_version  # noqa: E402
 from tests.spark.jobs import CASES, Job, changelog_count, lake_differences, row_changes, rows_compared  # noqa: E402

@@ -1,12 +1,13 @@
 """What the lake's catalog cannot do, refused before any part of a change is made
-(cdclake.spark.catalogs): a Hive metastore's positional column check against DROP COLUMN."""
+(cdclake.sinks.iceberg.catalogs): a Hive metastore's positional column check against DROP COLUMN."""
 
 from __future__ import annotations
 
 import pytest
 
-from cdclake.schema.evolution import AddLakeColumn, DropLakeColumn, RenameLakeColumn, SchemaEvolutionError
-from cdclake.spark.catalogs import HIVE_COLUMN_CHECK, check_lake_changes
+from cdclake.schema.policy import SchemaEvolutionError
+from cdclake.sinks.iceberg.catalogs import HIVE_COLUMN_CHECK, check_lake_changes
+from cdclake.sinks.iceberg.evolution import AddLakeColumn, DropLakeColumn, RenameLakeColumn
 
 DROP = [AddLakeColumn("v__cdclake_tmp", "bigint"), DropLakeColumn("v"), RenameLakeColumn("v__cdclake_tmp", "v")]
 

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.errors import OptionError
-from cdclake.schema.evolution import EvolutionPolicy
+from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sources import open_source
 from cdclake.sources.ranges import Source
 from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig

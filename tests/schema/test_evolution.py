@@ -16,20 +16,19 @@ from cdclake.schema.ddl.changes import (
     SchemaChange,
     SetKey,
 )
-from cdclake.schema.evolution import (
+from cdclake.schema.lake import lake_type
+from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
+from cdclake.sinks.iceberg.evolution import (
     AddLakeColumn,
     DropLakeColumn,
-    EvolutionPolicy,
     FillLakeColumn,
     LakeChange,
     RenameLakeColumn,
-    SchemaEvolutionError,
     WidenLakeColumn,
     alter_statements,
     changes_seen_in_rows,
     plan,
 )
-from cdclake.schema.lake import lake_type
 from cdclake.types import MySQLType
 
 T = MySQLType.parse

@@ -17,8 +17,8 @@ import pytest
 from cdclake.errors import OptionError
 from cdclake.model import RowChange
 from cdclake.schema.lake import lake_type
+from cdclake.sinks.iceberg import tables as apply_module
 from cdclake.spark import ChangeApplier, decode_changes, read_records, table_views
-from cdclake.spark import apply as apply_module
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce
 from tests.spark.jobs import Job, changelog_count, lake_differences, row_changes
 from tests.spark.streams import write

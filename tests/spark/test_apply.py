@@ -1,4 +1,4 @@
-"""One table's MERGE (cdclake.spark.apply): an update whose image lacks a column keeps the table's value
+"""One table's MERGE (cdclake.sinks.iceberg.tables): an update whose image lacks a column keeps the table's value
 of it, the MERGE for whole images (which reads only the target's keys) gives the same table as the
 general one when every image is whole, and appending to a table with no rows gives what the MERGE would."""
 
@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from cdclake.model import ColumnSchema, IndexSchema, Op, RowChange, TableSchema
-from cdclake.spark import apply
+from cdclake.sinks.iceberg import tables
 from cdclake.spark.changes import ChangeWriter
 from cdclake.types import MySQLType
 
@@ -40,7 +40,7 @@ def test_a_row_whose_after_image_lacks_a_column_is_marked_partial() -> None:
 
 def _table(spark: Any) -> str:
     ident = f"lake.apply_test.t{next(_tables)}"
-    apply.create_table(spark, ident, SCHEMA, apply.WriteSettings())
+    tables.create_table(spark, ident, SCHEMA, tables.WriteSettings())
     spark.sql(f"INSERT INTO {ident} VALUES (1, 'one', 1.50), (2, 'two', 2.50), (3, 'three', 3.50)")
     return ident
 
@@ -58,7 +58,7 @@ def _rows(spark: Any, ident: str) -> list[tuple[Any, ...]]:
 def test_an_update_keeps_the_value_of_a_column_its_image_lacks(spark: Any) -> None:
     ident = _table(spark)
     net = _net(spark, (1, "update", {"id": "1", "name": "uno"}), (2, "update", {"id": "2", "price": None}))
-    apply.merge_changes(spark, ident, SCHEMA, net, {})
+    tables.merge_changes(spark, ident, SCHEMA, net, {})
     assert _rows(spark, ident) == [(1, "uno", "1.50"), (2, "two", None), (3, "three", "3.50")]
 
 
@@ -70,18 +70,18 @@ def test_whole_images_merge_inserts_updates_and_deletes(spark: Any, whole_images
                (2, "delete", {"id": "2", "name": "two", "price": "2.50"}),
                (4, "insert", {"id": "4", "name": None, "price": "4.00"}),
                (5, "delete", {"id": "5", "name": "gone", "price": None}))
-    apply.merge_changes(spark, ident, SCHEMA, net, {}, whole_images=whole_images)
+    tables.merge_changes(spark, ident, SCHEMA, net, {}, whole_images=whole_images)
     assert _rows(spark, ident) == [(1, "uno", "9.99"), (3, "three", "3.50"), (4, None, "4.00")]
 
 
 def test_a_segment_is_whole_only_if_every_row_carries_every_column_of_the_table() -> None:
-    from cdclake.spark.replicate import _Segment
+    from cdclake.spark.planning import Segment
 
     every = {name: str(mtype) for name, mtype in TYPES.items()}
     older = {"id": "int", "name": "varchar(10)"}  # rows from before the table gained price
-    assert _Segment(0, 2, [(every, ["id"])]).whole_images(SCHEMA)
-    assert not _Segment(0, 2, [(every, ["id"]), (older, ["id"])]).whole_images(SCHEMA)
-    assert not _Segment(0, 2, [(every, ["id"])], partial=True).whole_images(SCHEMA)
+    assert Segment(0, 2, [(every, ["id"])]).whole_images(SCHEMA)
+    assert not Segment(0, 2, [(every, ["id"]), (older, ["id"])]).whole_images(SCHEMA)
+    assert not Segment(0, 2, [(every, ["id"])], partial=True).whole_images(SCHEMA)
 
 
 def test_a_merge_writes_one_delete_file_however_many_data_files_it_touches(spark: Any) -> None:
@@ -89,7 +89,7 @@ def test_a_merge_writes_one_delete_file_however_many_data_files_it_touches(spark
     spark.sql(f"INSERT INTO {ident} VALUES (4, 'four', 4.50)")  # a second data file
     net = _net(spark, (1, "update", {"id": "1", "name": "uno", "price": "1.00"}),
                (4, "update", {"id": "4", "name": "quattro", "price": "4.00"}))
-    apply.merge_changes(spark, ident, SCHEMA, net, {}, whole_images=True)
+    tables.merge_changes(spark, ident, SCHEMA, net, {}, whole_images=True)
     summary = spark.sql(f"SELECT summary FROM {ident}.snapshots ORDER BY committed_at DESC LIMIT 1").first()["summary"]
     # Rows 1 and 4 were written by different INSERTs, so they are in different data files.
     assert (summary["added-position-deletes"], summary["added-delete-files"]) == ("2", "1")
@@ -101,10 +101,10 @@ def test_appending_to_a_new_table_gives_what_the_merge_gives(spark: Any) -> None
                (4, "insert", {"id": "4", "name": None, "price": "4.00"}))
     merged, appended = f"lake.apply_test.t{next(_tables)}", f"lake.apply_test.t{next(_tables)}"
     for ident in (merged, appended):
-        apply.create_table(spark, ident, SCHEMA, apply.WriteSettings())
-    assert not apply.has_snapshots(spark, appended)
-    apply.merge_changes(spark, merged, SCHEMA, _net(spark, *changes), {})
-    apply.append_changes(spark, appended, SCHEMA, _net(spark, *changes), {apply.BATCH_PROPERTY: "7"})
+        tables.create_table(spark, ident, SCHEMA, tables.WriteSettings())
+    assert not tables.has_snapshots(spark, appended)
+    tables.merge_changes(spark, merged, SCHEMA, _net(spark, *changes), {})
+    tables.append_changes(spark, appended, SCHEMA, _net(spark, *changes), {tables.BATCH_PROPERTY: "7"})
     assert _rows(spark, appended) == _rows(spark, merged) == [(1, "uno", None), (4, None, "4.00")]
-    assert apply.has_snapshots(spark, appended)
-    assert apply.last_step(spark, appended) == (7, 0)
+    assert tables.has_snapshots(spark, appended)
+    assert tables.last_step(spark, appended) == (7, 0)

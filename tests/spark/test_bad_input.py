@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from cdclake.spark import apply
+from cdclake.sinks.iceberg import tables
+from cdclake.sinks.iceberg.state import load_state
 from cdclake.spark.replicate import BadMessageError
-from cdclake.spark.state import load_state
 from cdclake.workload import Workload, WorkloadSpec, produce
 from tests.spark.jobs import (
     CASES,
@@ -52,7 +52,7 @@ def test_malformed_messages_go_to_the_dead_letters_and_every_good_change_is_appl
     clean = row_changes(produce(workload, format_name, options, watermark_interval_ms=50))
     if case == "canal-json-plain":
         # Without commit ts, a re-sent copy of the millisecond a batch ended in is applied again (harmless
-        # to the table: see Replicator._past_sequences), so the changelog may repeat it.
+        # to the table: see Ordering.not_yet_applied), so the changelog may repeat it.
         assert changelog_count(spark, job) >= clean
     else:
         assert changelog_count(spark, job) == clean
@@ -78,7 +78,7 @@ def test_fail_fast_stops_at_the_malformed_message_having_committed_nothing_past_
     assert state.batch == 1 and state.plan, "the failing batch is the second, planned and not committed"
     assert state.positions[(stream.topic, 1)].next_offset <= middle
     written = [job.system_table("changelog"), *(known.lake_table for known in state.tables.values())]
-    assert all(apply.last_step(spark, table)[0] <= state.batch for table in written)
+    assert all(tables.last_step(spark, table)[0] <= state.batch for table in written)
     past = spark.table(job.system_table("changelog")).filter(f"`partition` = 1 AND `offset` >= {middle}")
     assert past.count() == 0
     assert spark.table(job.system_table("dead_letters")).count() == 0

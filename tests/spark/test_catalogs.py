@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from cdclake.schema.evolution import SchemaEvolutionError
-from cdclake.spark.catalogs import HIVE_COLUMN_CHECK
+from cdclake.schema.policy import SchemaEvolutionError
+from cdclake.sinks.iceberg.catalogs import HIVE_COLUMN_CHECK
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce, write_captured
 from tests.catalogs import POSTGRES_DRIVER, LocalPostgres, RestCatalogServer, ServiceMissing
 from tests.spark.crashing import run_replicate

@@ -16,8 +16,9 @@ import pytest
 
 from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
 from cdclake.schema.ddl import interpret
-from cdclake.schema.evolution import EvolutionPolicy, alter_statements, plan
 from cdclake.schema.lake import lake_cast, lake_text_function, lake_type
+from cdclake.schema.policy import EvolutionPolicy
+from cdclake.sinks.iceberg.evolution import alter_statements, plan
 from cdclake.types import MySQLType, ZeroTemporal, to_float32
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

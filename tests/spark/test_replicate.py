@@ -16,9 +16,9 @@ import pytest
 
 from cdclake.formats import get_codec
 from cdclake.model import RowChange
+from cdclake.sinks.iceberg import tables
 from cdclake.sources.captured import CapturedTopics
 from cdclake.sources.kafka import KafkaTopics
-from cdclake.spark import apply
 from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.verify import compare_tables
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce, produce_to_kafka, write_captured
@@ -92,7 +92,7 @@ def test_a_captured_stream_replicates_to_the_upstream_tables(spark: Any, tmp_pat
     changelog = spark.table(f"`lake`.`{config.namespace}`.`changelog`").count()
     if case == "canal-json-plain":
         # Without commit ts a re-sent copy of the millisecond a batch ended in is applied again (harmless
-        # to the table, see Replicator._past_sequences), so the changelog may repeat it.
+        # to the table, see Ordering.not_yet_applied), so the changelog may repeat it.
         assert changelog >= _distinct_changes(workload, case)
     else:
         assert changelog == _distinct_changes(workload, case)
@@ -163,13 +163,13 @@ def test_merges_side_by_side_share_the_sessions_shuffle_partitions(spark: Any, t
     setting = "spark.sql.shuffle.partitions"
     session_value = spark.conf.get(setting)
     seen: list[str] = []
-    merge = apply.merge_changes
+    merge = tables.merge_changes
 
     def recording(spark_: Any, *args: Any, **kwargs: Any) -> None:
         seen.append(spark_.conf.get(setting))
         merge(spark_, *args, **kwargs)
 
-    monkeypatch.setattr(apply, "merge_changes", recording)
+    monkeypatch.setattr(tables, "merge_changes", recording)
     workload = Workload(WorkloadSpec(seed=11, transactions=15))  # no RENAME TABLE: that applies one at a time
     stream = produce(workload, "open", {}, duplicates=0)
     write_captured(stream, tmp_path, stream.topic)

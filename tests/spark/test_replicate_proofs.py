@@ -42,10 +42,11 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.schema.evolution import EvolutionPolicy, SchemaEvolutionError
+from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
+from cdclake.sinks.iceberg.state import load_state
 from cdclake.sources.captured import CapturedTopics, CapturedTopicWriter, partitions, read_partition
-from cdclake.spark.replicate import ReplicateConfig, Replicator, SchemaWaitError
-from cdclake.spark.state import load_state
+from cdclake.spark.ordering import SchemaWaitError
+from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.verify import compare_tables
 from cdclake.types import MySQLType
 from cdclake.workload import Stream, TableState, Workload, WorkloadSpec, key_of, produce, write_captured

@@ -11,7 +11,7 @@ import pyspark
 import pytest
 
 from cdclake.errors import OptionError
-from cdclake.spark.commit import with_commit_properties
+from cdclake.sinks.iceberg.commit import with_commit_properties
 from cdclake.spark.jars import ICEBERG_VERSION, coordinates, jar_settings
 from cdclake.spark.session import build_session, iceberg_conf
 from tests.catalogs import POSTGRES_DRIVER

@@ -260,3 +260,15 @@ def _text(value: Any) -> str:
         raise TypeParseError(f"a text value must be str, got {type(value).__name__}: {value!r}")
     return value
 
+
+# --- Spark SQL text ------------------------------------------------------------------------------------
+
+
+def quote(name: str) -> str:
+    """A Spark SQL identifier: backquoted, backquotes doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal: backslashes and quotes escaped."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -24,9 +24,10 @@ them with the same engine. The change records' schema is :data:`CHANGE_FIELDS`; 
 record holds is in :mod:`cdclake.spark.changes`.
 """
 
+from cdclake.spark.applier import ChangeApplier
 from cdclake.spark.changes import CHANGE_FIELDS
 from cdclake.spark.records import decode_changes, read_records, table_views
-from cdclake.spark.replicate import BatchReport, ChangeApplier, ReplicateConfig, Replicator
+from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
 from cdclake.spark.session import build_session
 
 __all__ = [

@@ -24,10 +24,9 @@ import orjson
 
 from cdclake.errors import OptionError
 from cdclake.formats import get_codec
-from cdclake.schema.lake import lake_cast
+from cdclake.schema.lake import lake_cast, sql_string
 from cdclake.sources import open_source
 from cdclake.sources.ranges import OffsetRange, Source
-from cdclake.spark.apply import sql_string
 from cdclake.spark.changes import (
     CHANGE_DDL,
     RECORD_FIELDS,

@@ -10,7 +10,7 @@ One batch:
    watermarks (Canal-JSON without the TiDB extension, DataWorks) every change read applies, in
    partition order. Changes at or below what a table already applied (TiCDC re-sends after a restart)
    and re-delivered copies within the batch are dropped.
-4. **Apply** per table (:mod:`cdclake.spark.apply`), tables in parallel: DDLs cut its changes into
+4. **Apply** per table (through the sink, :mod:`cdclake.sinks`), tables in parallel: DDLs cut its changes into
    segments; each segment is one MERGE. The changelog and the dead letters get one append each.
 5. **Commit** the new positions, watermarks, carried messages and pending changes in one state commit.
 
@@ -26,17 +26,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
-from decimal import Decimal
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from cdclake.errors import CdclakeError, OptionError
-from cdclake.eventjson import event_from_json, schema_from_json
 from cdclake.formats import get_codec
 from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
-from cdclake.schema.ddl import interpret, table_before
+from cdclake.schema.ddl import interpret
 from cdclake.schema.ddl.changes import (
     AddColumn,
     CreateTable,
@@ -49,52 +45,27 @@ from cdclake.schema.ddl.changes import (
     TruncateTable,
     schema_after,
 )
-from cdclake.schema.evolution import (
-    EvolutionPolicy,
-    SchemaEvolutionError,
-    alter_statements,
-    changes_seen_in_rows,
-    plan,
-    quote,
-)
+from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
+from cdclake.sinks.base import Sink, Step
+from cdclake.sinks.iceberg.sink import IcebergSink
 from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, Source, plan_ranges
-from cdclake.spark import apply, catalogs, killpoints, records
+from cdclake.spark import killpoints, records
 from cdclake.spark.batches import run_batches
-from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage, DecodeTask, decode_tasks
-from cdclake.spark.state import (
-    JobState,
-    Position,
-    TableState,
-    append_plan,
-    carried_from_record,
-    ensure_state_table,
-    load_state,
-    prune_primes,
-    write_state,
-)
+from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_tasks
+from cdclake.spark.ordering import Facts, Ordering, net_changes
+from cdclake.spark.planning import Segment, TablePlanner, TableWork
+from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-CHANGELOG_DDL = (
-    "`database` string, `table` string, `op` string, `commit_ts` bigint, `before` string, `after` string, "
-    "`topic` string, `partition` int, `offset` bigint, `index` int, `batch` bigint"
-)
-DEAD_LETTER_DDL = (
-    "`topic` string, `partition` int, `offset` bigint, `timestamp_ms` bigint, `raw_key` binary, "
-    "`raw_value` binary, `reason` string, `batch` bigint"
-)
 TAIL_CHOICES = ("keep", "apply")
 BAD_MESSAGE_CHOICES = ("dead-letter", "fail")
 
 
 class BadMessageError(CdclakeError):
     """A message could not be decoded and the job is configured to stop at the first one."""
-
-
-class SchemaWaitError(CdclakeError):
-    """A row has waited for its table's schema longer than ``schema_wait_s`` allows."""
 
 
 # Each batch pays several seconds of fixed costs (Spark jobs, commits, a MERGE per table) whatever its
@@ -168,54 +139,27 @@ class BatchReport:
     seconds: float = 0.0
 
 
-@dataclass
-class _Segment:
-    """A table's changes between two of its DDLs; ``columns`` the column sets its rows carry, ``partial``
-    whether an after image lacks a column its row's set names."""
-
-    index: int
-    changes: int = 0
-    columns: list[tuple[dict[str, str], list[str]]] = field(default_factory=list)
-    partial: bool = False
-
-    def whole_images(self, schema: TableSchema) -> bool:
-        """Whether every image of an insert or update holds every column of ``schema``, the table's
-        schema these rows meet (it may have columns rows of an older schema lack)."""
-        names = {c.name for c in schema.columns}
-        return not self.partial and all(names <= columns.keys() for columns, _ in self.columns)
-
-
-@dataclass
-class _TableWork:
-    """A table's part of the batch: its DDLs in order, each with its position (commit ts, or Kafka
-    timestamp for formats without watermarks), and its rows' segments."""
-
-    key: tuple[str, str]
-    ddls: list[tuple[int, Ddl]] = field(default_factory=list)
-    segments: dict[int, _Segment] = field(default_factory=dict)
-    bootstrap: TableSchema | None = None
-
-
 class Replicator:
     """Replicates ``source`` into the catalog's tables: :meth:`run` loops, :meth:`step` runs one batch
     it plans itself. :meth:`apply_query_batch` applies a batch a streaming query hands in instead (the
     engine of :class:`cdclake.spark.ChangeApplier`); ``source`` may then be None."""
 
-    def __init__(self, spark: SparkSession, source: Source | None, config: ReplicateConfig) -> None:
+    def __init__(self, spark: SparkSession, source: Source | None, config: ReplicateConfig,
+                 sink: Sink | None = None) -> None:
         self.spark, self.source, self.config = spark, source, config
         self.codec = get_codec(config.format)
         self.options = self.codec.resolve(config.format_options)
         self.watermarks = self.codec.has_watermarks(self.options)
-        self.settings = apply.WriteSettings(config.write_mode)
+        self.ordering = Ordering(spark, self.watermarks, self.codec.unique_sequences, config.include,
+                                 config.exclude, config.schema_wait_s)
+        self.planner = TablePlanner(self.ordering)
+        if sink is None:
+            iceberg = IcebergSink(spark, config.catalog, config.namespace, config.write_mode, config.evolution)
+            iceberg.prepare()
+            sink = iceberg
+        self.sink = sink
         self._paces = PaceTracker()
         self._expired_at = time.monotonic()
-        self._include = re.compile(config.include) if config.include else None
-        self._exclude = re.compile(config.exclude) if config.exclude else None
-        catalog, namespace = config.catalog, config.namespace
-        ensure_state_table(spark, catalog, namespace)
-        for name, ddl in (("changelog", CHANGELOG_DDL), ("dead_letters", DEAD_LETTER_DDL)):
-            spark.sql(f"CREATE TABLE IF NOT EXISTS {self._system(name)} ({ddl}) USING iceberg "
-                      "TBLPROPERTIES ('format-version'='2')")
 
     # --- the loop -------------------------------------------------------------------------------------
 
@@ -231,7 +175,7 @@ class Replicator:
             raise OptionError("this Replicator has no source to plan batches from: hand it batches with "
                               "apply_query_batch")
         started = time.monotonic()
-        state, pending = load_state(self.spark, self.config.catalog, self.config.namespace)
+        state, pending = self.sink.load_state()
         batch = state.batch + 1
         recovering = bool(state.plan)
         extents = self.source.extents()
@@ -245,7 +189,7 @@ class Replicator:
             if not ranges and not (tail and not pending.isEmpty()):
                 return None
             state.plan = ranges
-            append_plan(self.spark, self.config.catalog, self.config.namespace, ranges, batch)
+            self.sink.record_plan(ranges, batch, None)
             killpoints.reached("planned")
         report = BatchReport(batch)
         # Nothing left to read while finishing: the tail above the resolved ts is applied if asked.
@@ -275,7 +219,7 @@ class Replicator:
         from pyspark import StorageLevel
 
         started = time.monotonic()
-        state, pending = load_state(self.spark, self.config.catalog, self.config.namespace)
+        state, pending = self.sink.load_state()
         if batch_id <= state.streams.get(app_id, -1):
             return None
         recovering = bool(state.plan)
@@ -286,7 +230,7 @@ class Replicator:
         try:
             if recovering:
                 if state.plan_stream != (app_id, batch_id):
-                    raise OptionError(f"the state in {self._system('state')} holds batch {batch} "
+                    raise OptionError(f"the job's state holds batch {batch} "
                                       f"{_planned_by(state)}, interrupted: run that to its end first")
                 ranges = state.plan
             else:
@@ -294,7 +238,7 @@ class Replicator:
                 if not ranges and pending.isEmpty():
                     return None
                 state.plan = ranges
-                append_plan(self.spark, self.config.catalog, self.config.namespace, ranges, batch, (app_id, batch_id))
+                self.sink.record_plan(ranges, batch, (app_id, batch_id))
                 killpoints.reached("planned")
             if changes:
                 decoded = records.with_carried_decoded(frame, self.config.format, self.options, state.carried, ranges)
@@ -318,20 +262,12 @@ class Replicator:
         return report
 
     def _expire_snapshots_if_due(self, state: JobState) -> None:
-        """Iceberg's snapshot expiry for every table the job writes, as each table's own
-        ``history.expire.*`` properties say (Iceberg's defaults: older than 5 days, the newest always
-        kept; the state table's: older than an hour), once per ``expire_snapshots_every_s``. Each batch
-        commits a snapshot to every table it touches: unexpired, a long-running job's table metadata,
-        rewritten at each commit, and the files only old snapshots hold (the state table is replaced
-        each batch) would grow without bound."""
+        """The sink's upkeep (Iceberg: snapshot expiry) of every table the job writes, once per
+        ``expire_snapshots_every_s``."""
         every = self.config.expire_snapshots_every_s
         if not every or time.monotonic() - self._expired_at < every:
             return
-        tables = [self._system(name) for name in ("state", "changelog", "dead_letters")]
-        for known in state.tables.values():
-            tables.append(known.lake_table)
-        for table in tables:
-            apply.expire_snapshots(self.spark, self.config.catalog, table)
+        self.sink.maintain([known.lake_table for known in state.tables.values()])
         self._expired_at = time.monotonic()
 
     # --- one batch ------------------------------------------------------------------------------------
@@ -347,49 +283,55 @@ class Replicator:
         # batches already, and PySpark's MEMORY_AND_DISK serializes those again (BENCHMARKS.md).
         decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
-            facts = _Facts.of(decoded, sequences=not self.watermarks)
+            facts = Facts.of(decoded, sequences=not self.watermarks)
             killpoints.reached("decoded")
             report.records = sum(r.size for r in ranges)
             report.dead_letters = len(facts.errors)
             if facts.errors and self.config.on_bad_message == "fail":
                 raise BadMessageError(f"{facts.errors[0]} (on-bad-message = fail: nothing of batch {batch} "
                                       "was applied)")
-            self._advance_positions(state, facts, ranges, extents)
-            resolved = None if apply_all else self._resolved_ts(state, facts)
+            self.ordering.advance_positions(state, facts, ranges, extents)
+            resolved = None if apply_all else self.ordering.resolved_ts(state, facts)
             report.resolved_ts = resolved
-            changes = self._selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
-            ready = self._ready(resolved, None if self.watermarks else self._resolved_sequence(state, extents))
-            applicable, compared = self._deduplicated(self._not_yet_applied(
+            changes = self.ordering.selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
+            ready = self.ordering.ready(
+                resolved, None if self.watermarks else self.ordering.resolved_sequence(state, extents))
+            applicable, compared = self.ordering.deduplicated(self.ordering.not_yet_applied(
                 changes if ready is None else changes.filter(ready), state))
             # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
             # records again, which costs less than caching it too; but where copies were compared, the
             # comparison would run again for each use.
             if compared:
                 applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-            net = None
             try:
-                work = self._plan_tables(applicable, facts, state, resolved)
-                report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
-                self._append_changelog(applicable, batch, recovering, report.changes_applied)
-                killpoints.reached("changelog")
-                if facts.errors:
-                    self._append_dead_letters(decoded.filter("kind = 'error'"), batch, recovering)
-                net = self._net_changes(applicable, work)
-                self._apply_tables(state, work, net, batch, recovering, resolved, report)
-                killpoints.reached("tables-applied")
-                if not self.watermarks:
-                    self._remember_sequences(state, applicable)
+                self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report)
             finally:
                 applicable.unpersist()
-                if net is not None:
-                    net.unpersist()
             self._carry_on(state, facts, ranges)
             state.plan = []
-            waiting = None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES)
-            write_state(self.spark, self.config.catalog, self.config.namespace, state, batch, waiting)
+            self.sink.commit(state, batch, None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES))
             killpoints.reached("committed")
         finally:
             decoded.unpersist()
+
+    def _apply_changes(self, state: JobState, applicable: DataFrame, decoded: DataFrame, facts: Facts, batch: int,
+                       recovering: bool, resolved: int | None, report: BatchReport) -> None:
+        """The changelog, the dead letters and every table's changes of the batch, written to the sink."""
+        work = self.planner.plan_tables(applicable, facts, state, resolved)
+        report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
+        if report.changes_applied:
+            self.sink.append_changelog(applicable, batch, recovering)
+        killpoints.reached("changelog")
+        if facts.errors:
+            self.sink.append_dead_letters(decoded.filter("kind = 'error'"), batch, recovering)
+        net = self._net_changes(applicable, work)
+        try:
+            self._apply_tables(state, work, net, batch, recovering, resolved, report)
+        finally:
+            net.unpersist()
+        killpoints.reached("tables-applied")
+        if not self.watermarks:
+            self.ordering.remember_sequences(state, applicable)
 
     def _decode(self, ranges: list[OffsetRange], state: JobState) -> DataFrame:
         """The change records of ``ranges``, decoded on the executors, one task per range."""
@@ -411,263 +353,23 @@ class Replicator:
 
         return task_frame.mapInArrow(decode, CHANGE_DDL)
 
-    def _advance_positions(self, state: JobState, facts: _Facts, ranges: list[OffsetRange],
-                           extents: Mapping[tuple[str, int], PartitionExtent]) -> None:
-        for tp, extent in extents.items():
-            state.positions.setdefault(tp, Position(extent.low))
-        for planned in ranges:
-            state.positions[(planned.topic, planned.partition)].next_offset = planned.end
-        for tp, newest in facts.watermarks.items():
-            position = state.positions[tp]
-            position.watermark = max(position.watermark or 0, newest)
-        for tp, newest in facts.heartbeats.items():
-            position = state.positions[tp]
-            position.heartbeat_ms = max(position.heartbeat_ms or 0, newest)
-        for tp, newest in facts.sequences.items():
-            position = state.positions[tp]
-            position.read_sequence = max(position.read_sequence or 0, newest)
-
-    def _resolved_ts(self, state: JobState, facts: _Facts) -> int | None:
-        """The ts every partition has announced, and below every row still waiting for its schema;
-        None for a format without watermarks (every change read applies).
-
-        A waiting row's transaction is not complete in the lake until the row is applied, and a table's
-        applied ts must not pass a row it has not applied: a replay drops what is at or below it."""
-        if not self.watermarks:
-            return None
-        marks = [position.watermark for position in state.positions.values()]
-        resolved = 0 if not marks or None in marks else min(m for m in marks if m is not None)
-        waiting = [entry for entries in facts.carried.values() for entry in entries
-                   if entry[0].role == "held" and entry[0].commit_ts is not None]
-        self._check_schema_wait(waiting, resolved)
-        return min(resolved, min(entry[0].commit_ts or 0 for entry in waiting) - 1) if waiting else resolved
-
-    def _check_schema_wait(self, waiting: list[tuple[CarriedMessage, str | None, str | None, int | None]],
-                           resolved: int) -> None:
-        """Stop, before anything of the batch is applied, when a row has waited for its schema longer
-        than ``schema_wait_s`` of the upstream's time: every partition has announced a ts that far past
-        the row's commit, and no BOOTSTRAP or DDL has brought the schema version it needs. TiCDC sends
-        BOOTSTRAPs every ``send-bootstrap-interval-in-sec`` (120 s by default): a schema that does not
-        come in much longer will not come, and the tables would stay behind the row for good."""
-        overdue = [(((resolved >> 18) - ((carried.commit_ts or 0) >> 18)) / 1000, carried, database, table, version)
-                   for carried, database, table, version in waiting]
-        overdue = [entry for entry in overdue if entry[0] > self.config.schema_wait_s]
-        if overdue:
-            waited, carried, database, table, version = max(overdue, key=lambda entry: entry[0])
-            origin = carried.message.origin
-            raise SchemaWaitError(
-                f"{origin.topic}[{origin.partition}]@{origin.offset}: a row of {database}.{table} has waited "
-                f"{waited:.0f} s of upstream time for its schema version {version}, which no BOOTSTRAP or DDL "
-                f"has brought ({len(overdue)} rows wait so); nothing of this batch was applied. Check that the "
-                "producer sends BOOTSTRAPs (send-bootstrap-interval-in-sec, send-bootstrap-in-msg-count), or "
-                f"set schema-wait-s above {self.config.schema_wait_s:g} to wait longer")
-
-    def _resolved_sequence(self, state: JobState, extents: Mapping[tuple[str, int], PartitionExtent]) -> int | None:
-        """For a format without watermarks, the sequence below which every partition has been read: the
-        lowest of the newest sequences read on the partitions not read to their end (one read to its
-        end has nothing older to come); None when every partition is read to its end.
-
-        A partition's changes come in sequence order, so one that is read up to sequence s can send
-        nothing below s any more; a DDL applied above that bound could overtake a row of an older
-        schema still unread on a slower partition."""
-        behind = [position.read_sequence for tp, position in state.positions.items()
-                  if tp in extents and position.next_offset < extents[tp].high and position.read_sequence is not None]
-        return min(behind) if behind else None
-
-    def _ready(self, resolved: int | None, resolved_sequence: int | None) -> Column | None:
-        """Which changes apply in this batch, or None for all of them: at or below the resolved ts, or
-        (formats without watermarks) below the resolved sequence, strictly: changes may share one
-        (Canal's ``es``), and the rest of its changes may be unread yet. A change without the value to
-        compare applies."""
-        from pyspark.sql import functions as F
-
-        if resolved is not None:
-            return F.coalesce(F.col("commit_ts") <= resolved, F.lit(True))
-        if resolved_sequence is not None:
-            below = F.col("sequence").cast("decimal(38,0)") < F.lit(Decimal(resolved_sequence)).cast("decimal(38,0)")
-            return F.coalesce(below, F.lit(True))
-        return None
-
-    # --- selecting changes ----------------------------------------------------------------------------
-
-    def _selected(self, changes: DataFrame) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        name = F.concat_ws(".", "database", "table")
-        if self._include is not None:
-            changes = changes.filter(name.rlike(f"^(?:{self.config.include})$"))
-        if self._exclude is not None:
-            changes = changes.filter(~name.rlike(f"^(?:{self.config.exclude})$"))
-        return changes
-
-    def _not_yet_applied(self, changes: DataFrame, state: JobState) -> DataFrame:
-        """Without the changes applied already: at or below the resolved ts their table applied (or had
-        applied when it was renamed or dropped), or, for a format without watermarks, at or below the
-        newest sequence applied from their partition (a re-delivered range after the producer
-        restarted)."""
-        from pyspark.sql import functions as F
-
-        if not self.watermarks:
-            return self._past_sequences(changes, state)
-        applied_ts = {**state.gone, **{key: known.applied_ts for key, known in state.tables.items()}}
-        applied = [(db, table, ts) for (db, table), ts in applied_ts.items() if ts is not None]
-        if not applied:
-            return changes
-        marks = self.spark.createDataFrame(applied, "`database` string, `table` string, `_applied` bigint")
-        joined = changes.join(F.broadcast(marks), ["database", "table"], "left")
-        return joined.filter("_applied IS NULL OR commit_ts IS NULL OR commit_ts > _applied").drop("_applied")
-
-    def _past_sequences(self, changes: DataFrame, state: JobState) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        applied = [(topic, partition, Decimal(position.sequence))
-                   for (topic, partition), position in state.positions.items() if position.sequence is not None]
-        if not applied:
-            return changes
-        marks = self.spark.createDataFrame(applied, "`topic` string, `partition` int, `_applied` decimal(38,0)")
-        sequence = F.col("sequence").cast("decimal(38,0)")
-        joined = changes.join(F.broadcast(marks), ["topic", "partition"], "left")
-        # Where changes share a sequence (Canal-JSON's ``es``: a millisecond), at or above, not above: the
-        # rest of a partition's newest millisecond may arrive after the batch that applied part of it.
-        # Re-applying the newest change of a partition again is harmless to the tables: no later change
-        # of its key was applied (a key stays in one partition); the changelog may show it twice.
-        newer = sequence > F.col("_applied") if self.codec.unique_sequences else sequence >= F.col("_applied")
-        return joined.filter(F.col("_applied").isNull() | sequence.isNull() | newer).drop("_applied")
-
-    def _remember_sequences(self, state: JobState, applicable: DataFrame) -> None:
-        from pyspark.sql import functions as F
-
-        newest = (applicable.groupBy("topic", "partition")
-                  .agg(F.max(F.col("sequence").cast("decimal(38,0)")).alias("newest")).collect())
-        for row in newest:
-            position = state.positions.get((row["topic"], row["partition"]))
-            if position is not None and row["newest"] is not None:
-                position.sequence = max(position.sequence or 0, int(row["newest"]))
-
-    def _deduplicated(self, changes: DataFrame) -> tuple[DataFrame, bool]:
-        """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
-        the first delivery kept; and whether any changes were compared as possible copies.
-
-        Only changes whose identity hashes like another's can be copies, so a cheap count of the
-        hashes finds them, and only those go through the exact comparison (a window over whole images,
-        which costs a shuffle and sort of every column): a clean batch pays for the count alone."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        # A DDL is sent to every partition: its copies differ only in their origin.
-        event_id = F.when(F.col("kind") == "ddl", F.get_json_object("event", "$.sql"))
-        identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
-        hashed = changes.withColumn("event_id", event_id).withColumn("_identity", F.xxhash64(*identity))
-        shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity")
-        shared_hashes = [(row["_identity"],) for row in shared.collect()]
-        if not shared_hashes:
-            return changes, False
-        suspects = self.spark.createDataFrame(shared_hashes, "_identity bigint").withColumn("_suspect", F.lit(True))
-        marked = hashed.join(F.broadcast(suspects), "_identity", "left")
-        first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
-        copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
-                          .filter("_copy = 1").drop("_copy"))
-        unique = marked.filter("_suspect IS NULL")
-        return unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id"), True
-
-    # --- planning the tables' work --------------------------------------------------------------------
-
-    def _plan_tables(self, applicable: DataFrame, facts: _Facts, state: JobState, resolved: int | None
-                     ) -> dict[tuple[str, str], _TableWork]:
-        """The DDLs, and the column sets of rows, of each table in this batch (small: collected)."""
-        from pyspark.sql import functions as F
-
-        work: dict[tuple[str, str], _TableWork] = {}
-        ddl_rows = applicable.filter("kind = 'ddl'").orderBy("commit_ts", "timestamp_ms", "partition", "offset")
-        for row in ddl_rows.collect():
-            ddl = event_from_json(orjson.loads(row["event"]))
-            assert isinstance(ddl, Ddl)
-            position = self._position_of(row)
-            for key in self._tables_of(ddl, state, work):
-                work.setdefault(key, _TableWork(key)).ddls.append((position or 0, ddl))
-        partial = F.max(F.col("reason").eqNullSafe("partial")).alias("partial")
-        groups = (self._segmented_rows(applicable, work)
-                  .groupBy("database", "table", "_segment", "columns", "key_columns")
-                  .agg(F.count("*").alias("count"), partial).collect())
-        for row in groups:
-            key = (row["database"], row["table"])
-            segments = work.setdefault(key, _TableWork(key)).segments
-            segment = segments.setdefault(row["_segment"], _Segment(row["_segment"]))
-            segment.changes += row["count"]
-            segment.partial = segment.partial or row["partial"]
-            segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
-        # The newest schema the resolved ts allows, where the batch read several.
-        for schema in sorted(facts.bootstraps, key=lambda b: b.version or 0, reverse=True):
-            if self._creates_from(schema, state, work, resolved):
-                work[(schema.database, schema.table)] = _TableWork((schema.database, schema.table), bootstrap=schema)
-        return work
-
-    def _creates_from(self, bootstrap: TableSchema, state: JobState, work: Mapping[tuple[str, str], _TableWork],
-                      resolved: int | None) -> bool:
-        """Whether a BOOTSTRAP creates its table now: a table no change of this batch creates, whose schema
-        version the resolved ts has passed. A BOOTSTRAP is the table as it is when sent, which may be ahead
-        of the changes applied so far: rows still waiting above R, or in this batch before one of its
-        DDLs, carry an older schema (a column since renamed, an int since widened), and they must meet
-        the table as it was, so their own column types and DDLs create and evolve it."""
-        key = (bootstrap.database, bootstrap.table)
-        if key in state.tables or key in work or not self._wanted(key):
-            return False
-        return resolved is None or bootstrap.version is None or bootstrap.version <= resolved
-
-    def _position_of(self, change: Any) -> int:
-        """Where a change stands in the upstream's order: its commit ts; for a format without
-        watermarks the order it carries (Canal's ``es``, DataWorks' ``sequenceId``), else the Kafka
-        timestamp (TiCDC and DataWorks send every change before a DDL ahead of it)."""
-        if self.watermarks:
-            return int(change["commit_ts"] or 0)
-        sequence = change["sequence"]
-        return int(sequence) if sequence is not None else int(change["timestamp_ms"] or 0)
-
-    @staticmethod
-    def _tables_of(ddl: Ddl, state: JobState, work: Mapping[tuple[str, str], _TableWork]) -> list[tuple[str, str]]:
-        """The tables a DDL changes: its own (for a RENAME TABLE, the one it renames, which TiCDC does not
-        name), or every table of the database it drops."""
-        if ddl.kind is DdlKind.DROP_DATABASE:
-            return sorted({key for key in (*state.tables, *work) if key[0] == ddl.database})
-        if not ddl.table:
-            return []  # CREATE DATABASE and the like: nothing a lake table holds
-        return [table_before(ddl)]
-
-    def _segmented_rows(self, applicable: DataFrame, work: Mapping[tuple[str, str], _TableWork]) -> DataFrame:
-        """The row changes of ``applicable``, each with ``_segment``: its place among its table's DDLs."""
-        return applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
-
-    def _segment_column(self, work: Mapping[tuple[str, str], _TableWork]) -> Any:
-        """Per change, how many of its table's DDLs come before it (the DDL barrier)."""
-        from pyspark.sql import functions as F
-
-        position = F.col("commit_ts") if self.watermarks else F.coalesce(
-            F.col("sequence").cast("decimal(38,0)"), F.col("timestamp_ms").cast("decimal(38,0)"))
-        segment = F.lit(0)
-        for (database, table), table_work in work.items():
-            if not table_work.ddls:
-                continue
-            count = sum((F.coalesce(position, F.lit(0)) >= p).cast("int") for p, _ in table_work.ddls)
-            segment = F.when((F.col("database") == database) & (F.col("table") == table), count).otherwise(segment)
-        return segment
-
     # --- applying -------------------------------------------------------------------------------------
 
-    def _net_changes(self, applicable: DataFrame, work: Mapping[tuple[str, str], _TableWork]) -> DataFrame:
-        """The net change per key of every table's segments (:func:`apply.net_changes`), all tables in
-        one shuffle rather than one per MERGE, and materialized: each MERGE reads its part."""
+    def _net_changes(self, applicable: DataFrame, work: Mapping[tuple[str, str], TableWork]) -> DataFrame:
+        """The net change per key of every table's segments (:func:`net_changes`), all tables in one
+        shuffle rather than one per MERGE, and materialized: each MERGE reads its part."""
         from pyspark import StorageLevel
 
-        net = apply.net_changes(self._segmented_rows(applicable, work), groups=("database", "table", "_segment"))
-        net = net.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        rows = self.planner.segmented_rows(applicable, work)
+        net = net_changes(rows, groups=("database", "table", "_segment")).persist(StorageLevel.MEMORY_AND_DISK_DESER)
         net.count()
         return net
 
-    def _apply_tables(self, state: JobState, work: dict[tuple[str, str], _TableWork], net: DataFrame,
+    def _apply_tables(self, state: JobState, work: dict[tuple[str, str], TableWork], net: DataFrame,
                       batch: int, recovering: bool, resolved: int | None, report: BatchReport) -> None:
         lock = threading.Lock()
 
-        def one(table_work: _TableWork) -> None:
+        def one(table_work: TableWork) -> None:
             touched = self._apply_table(state, table_work, net, batch, recovering, resolved, lock)
             with lock:
                 report.tables.update(touched)
@@ -696,8 +398,10 @@ class Replicator:
         finally:
             self.spark.conf.set(key, before)
 
-    def _apply_table(self, state: JobState, work: _TableWork, net: DataFrame, batch: int,
+    def _apply_table(self, state: JobState, work: TableWork, net: DataFrame, batch: int,
                      recovering: bool, resolved: int | None, lock: threading.Lock) -> dict[str, int]:
+        """One table's segments and DDLs in order, each write a step the sink stores with its rows: a
+        re-run of the batch skips the steps the table holds (``done``)."""
         from pyspark.sql import functions as F
 
         key = work.key
@@ -706,15 +410,13 @@ class Replicator:
         maybe_empty = known is None
         if known is None and work.bootstrap is not None:
             known = self._create(key, work.bootstrap)
-        done = apply.last_step(self.spark, known.lake_table) if recovering and known is not None and apply.table_exists(
-            self.spark, known.lake_table) else (0, 0)
+        done = self.sink.last_step(known.lake_table) if recovering and known is not None else (0, 0)
         step = 0
         touched: dict[str, int] = {}
         table_net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
-        segment_count = len(work.ddls) + 1
-        for index in range(segment_count):
+        for index in range(len(work.ddls) + 1):
             if index > 0:
-                known, step = self._apply_ddl(known, work.ddls[index - 1][1], batch, step, done, resolved)
+                known, step = self._apply_ddl(known, work.ddls[index - 1][1], Step(batch, step, resolved), done)
                 key = work.key if known is None else (known.schema.database, known.schema.table)
             segment = work.segments.get(index)
             if segment is None or segment.changes == 0:
@@ -722,13 +424,9 @@ class Replicator:
             known = self._evolve_for_rows(key, known, segment)
             step += 1
             if (batch, step) > done:
-                properties = self._properties(batch, step, resolved)
-                segment_net = table_net.filter(F.col("_segment") == index)
-                if maybe_empty and not apply.has_snapshots(self.spark, known.lake_table):
-                    apply.append_changes(self.spark, known.lake_table, known.schema, segment_net, properties)
-                else:
-                    apply.merge_changes(self.spark, known.lake_table, known.schema, segment_net, properties,
-                                        segment.whole_images(known.schema))
+                self.sink.write_changes(known.lake_table, known.schema, table_net.filter(F.col("_segment") == index),
+                                        Step(batch, step, resolved), whole_images=segment.whole_images(known.schema),
+                                        maybe_empty=maybe_empty)
                 killpoints.reached("table-merged")
             maybe_empty = False
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
@@ -736,20 +434,14 @@ class Replicator:
             _register(state, work.key, known, resolved)
         return touched
 
-    def _properties(self, batch: int, step: int, resolved: int | None) -> dict[str, str]:
-        properties = {apply.BATCH_PROPERTY: str(batch), apply.STEP_PROPERTY: str(step)}
-        if resolved is not None:
-            properties[apply.RESOLVED_PROPERTY] = str(resolved)
-        return properties
-
     def _create(self, key: tuple[str, str], schema: TableSchema) -> TableState:
-        lake_table = self._lake_name(*key)
-        apply.create_table(self.spark, lake_table, schema, self.settings)
-        return TableState(schema, lake_table)
+        target = self._target(*key)
+        self.sink.create_table(target, schema)
+        return TableState(schema, target)
 
-    def _evolve_for_rows(self, key: tuple[str, str], known: TableState | None, segment: _Segment) -> TableState:
+    def _evolve_for_rows(self, key: tuple[str, str], known: TableState | None, segment: Segment) -> TableState:
         """The table, created from its rows' column types on first sight, with the columns the rows
-        carry added or changed as Iceberg allows."""
+        carry added or changed as the sink allows."""
         if known is None:
             columns, key_columns = segment.columns[0]
             schema = TableSchema(key[0], key[1], tuple(ColumnSchema(n, MySQLType.parse(t)) for n, t in columns.items()),
@@ -757,42 +449,42 @@ class Replicator:
                                  if key_columns else ())
             known = self._create(key, schema)
         for columns, _ in segment.columns:
-            changes = changes_seen_in_rows(known.schema, {n: MySQLType.parse(t) for n, t in columns.items()})
+            changes = self.sink.changes_in_rows(known.schema, {n: MySQLType.parse(t) for n, t in columns.items()})
             if changes:
                 known = self._evolve(known, changes)
         return known
 
     def _evolve(self, known: TableState, changes: list[SchemaChange]) -> TableState:
-        # Planned against the lake table as it is, not as the state remembers it: a batch re-run after a
-        # crash finds its DDL already applied, and plans nothing.
-        changes, lake_now = _not_made_yet(known.schema, changes), apply.lake_columns_of(self.spark, known.lake_table)
+        changes = _not_made_yet(known.schema, changes)
         try:
-            lake_changes = plan(known.lake_table, lake_now, changes, self.config.evolution, mysql_schema=known.schema)
-            catalogs.check_lake_changes(self.spark.conf.get, self.config.catalog, known.lake_table, lake_changes)
+            # The sink plans against the table as it is, not as the state remembers it: a batch re-run after
+            # a crash finds its DDL already applied, and plans nothing.
+            self.sink.evolve_table(known.lake_table, known.schema, changes)
         except SchemaEvolutionError as error:
             raise SchemaEvolutionError(
                 f"{error} (the batch stopped at this change: the changes before it are applied, none after it; "
                 "a run that can make the change finishes the batch)") from None
-        apply.run_statements(self.spark, alter_statements(known.lake_table, lake_changes))
         after = schema_after(known.schema, changes)
         assert after is not None
         return TableState(after, known.lake_table, known.applied_ts)
 
-    def _apply_ddl(self, known: TableState | None, ddl: Ddl, batch: int, step: int, done: tuple[int, int],
-                   resolved: int | None) -> tuple[TableState | None, int]:
-        changes = interpret(ddl, known.schema if known is not None else None)
-        for change in changes:
+    def _apply_ddl(self, known: TableState | None, ddl: Ddl, last: Step, done: tuple[int, int]
+                   ) -> tuple[TableState | None, int]:
+        """``ddl`` applied to the table ``known`` after step ``last`` of the batch; the table after it and
+        the batch's step count then (a TRUNCATE is a step of its own)."""
+        step = last.step
+        for change in interpret(ddl, known.schema if known is not None else None):
             if isinstance(change, CreateTable):
                 known = self._create((change.schema.database, change.schema.table), change.schema)
             elif known is None:
                 continue  # a change to a table this job does not mirror (created before the stream began)
             elif isinstance(change, (DropTable, DropDatabase)):
-                self.spark.sql(f"DROP TABLE IF EXISTS {known.lake_table}")
+                self.sink.drop_table(known.lake_table)
                 known = None
             elif isinstance(change, TruncateTable):
                 step += 1
-                if (batch, step) > done:
-                    apply.truncate(self.spark, known.lake_table, self._properties(batch, step, resolved))
+                if (last.batch, step) > done:
+                    self.sink.truncate_table(known.lake_table, Step(last.batch, step, last.resolved_ts))
                     killpoints.reached("table-merged")
             elif isinstance(change, RenameTable):
                 known = self._rename(known, change)
@@ -802,159 +494,29 @@ class Replicator:
         return known, step
 
     def _rename(self, known: TableState, change: RenameTable) -> TableState:
-        target = self._lake_name(change.database, change.table)
-        if not apply.table_exists(self.spark, target):
-            # Hadoop catalogs cannot rename: copy in one commit, then drop the old table.
-            self.spark.sql(f"CREATE TABLE {target} USING iceberg TBLPROPERTIES ('format-version'='2') "
-                           f"AS SELECT * FROM {known.lake_table}")
-        self.spark.sql(f"DROP TABLE IF EXISTS {known.lake_table}")
+        target = self._target(change.database, change.table)
+        self.sink.rename_table(known.lake_table, target)
         schema = known.schema
         renamed = TableSchema(change.database, change.table, schema.columns, schema.indexes, schema.table_id,
                               schema.version)
         return TableState(renamed, target, known.applied_ts)
 
-    def _lake_name(self, database: str, table: str) -> str:
+    def _target(self, database: str, table: str) -> str:
+        """The sink's table for the upstream ``database.table``, by ``table_mapping`` or ``target_namespace``."""
         mapped = self.config.table_mapping.get(f"{database}.{table}")
         if mapped is not None:
             namespace, _, name = mapped.rpartition(".")
         else:
             namespace, name = self.config.target_namespace.format(database=database), table
-        return f"{quote(self.config.catalog)}.{quote(namespace)}.{quote(name)}"
+        return self.sink.target(namespace, name)
 
-    def _system(self, name: str) -> str:
-        return f"{quote(self.config.catalog)}.{quote(self.config.namespace)}.{quote(name)}"
-
-    # --- the job's own tables -------------------------------------------------------------------------
-
-    def _already_committed(self, table: str, batch: int) -> bool:
-        return apply.last_step(self.spark, table)[0] >= batch
-
-    def _append_changelog(self, applicable: DataFrame, batch: int, recovering: bool, count: int) -> None:
-        from pyspark.sql import functions as F
-
-        target = self._system("changelog")
-        if count and not (recovering and self._already_committed(target, batch)):
-            (applicable.filter("kind = 'row'")
-             .select("database", "table", "op", "commit_ts", "before", "after", "topic", "partition", "offset",
-                     "index", F.lit(batch).cast("bigint").alias("batch"))
-             .writeTo(target).option(f"snapshot-property.{apply.BATCH_PROPERTY}", str(batch)).append())
-
-    def _append_dead_letters(self, errors: DataFrame, batch: int, recovering: bool) -> None:
-        from pyspark.sql import functions as F
-
-        target = self._system("dead_letters")
-        if not (recovering and self._already_committed(target, batch)):
-            (errors.select("topic", "partition", "offset", "timestamp_ms", "raw_key", "raw_value", "reason",
-                           F.lit(batch).cast("bigint").alias("batch"))
-             .writeTo(target).option(f"snapshot-property.{apply.BATCH_PROPERTY}", str(batch)).append())
-
-    def _carry_on(self, state: JobState, facts: _Facts, ranges: list[OffsetRange]) -> None:
+    def _carry_on(self, state: JobState, facts: Facts, ranges: list[OffsetRange]) -> None:
         """The carried messages after this batch: the decoded partitions' new ones, plus their schema
         messages from before; partitions not read keep theirs."""
         for planned in ranges:
             tp = (planned.topic, planned.partition)
             old_primes = [entry for entry in state.carried.get(tp, []) if entry[0].role == "prime"]
             state.carried[tp] = prune_primes([*old_primes, *facts.carried.get(tp, [])])
-
-    def _wanted(self, key: tuple[str, str]) -> bool:
-        name = ".".join(key)
-        if self._include is not None and not self._include.fullmatch(name):
-            return False
-        return self._exclude is None or not self._exclude.fullmatch(name)
-
-
-@dataclass
-class _Facts:
-    """What the driver needs of a batch's decoded records beyond the rows, gathered in one pass: the
-    newest watermark and heartbeat per partition, schemas bootstrapped, messages to carry, and where
-    each undecodable message is."""
-
-    watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
-    heartbeats: dict[tuple[str, int], int] = field(default_factory=dict)
-    bootstraps: list[TableSchema] = field(default_factory=list)
-    carried: dict[tuple[str, int], list[tuple[CarriedMessage, str | None, str | None, int | None]]] = field(
-        default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    sequences: dict[tuple[str, int], int] = field(default_factory=dict)  # the newest read, per partition
-
-    @classmethod
-    def of(cls, decoded: DataFrame, sequences: bool = False) -> _Facts:
-        """The facts of ``decoded``; with ``sequences``, the newest change sequence per partition too."""
-        from pyspark.sql import functions as F
-
-        facts = cls()
-        errors: list[tuple[str, int, int, str]] = []
-        fields = ("kind", "topic", "partition", "offset", "commit_ts", "database", "table", "sequence", "event",
-                  "timestamp_ms", "reason")
-        wanted = decoded.filter("kind NOT IN ('row', 'ddl')").select(
-            *fields,
-            F.when(F.col("kind") == "carry", F.col("raw_key")).alias("raw_key"),
-            F.when(F.col("kind") == "carry", F.col("raw_value")).alias("raw_value"))
-        if sequences:
-            newest = (decoded.filter("kind IN ('row', 'ddl') AND sequence IS NOT NULL").groupBy("topic", "partition")
-                      .agg(F.max(F.col("sequence").cast("decimal(38,0)")).cast("string").alias("sequence"))
-                      .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence"))
-            wanted = wanted.unionByName(newest, allowMissingColumns=True)
-        for row in wanted.collect():
-            kind, tp = row["kind"], (row["topic"], row["partition"])
-            if kind == "sequence":
-                facts.sequences[tp] = int(row["sequence"])
-            elif kind == "watermark":
-                facts.watermarks[tp] = max(facts.watermarks.get(tp, 0), row["commit_ts"])
-            elif kind == "heartbeat":
-                facts.heartbeats[tp] = max(facts.heartbeats.get(tp, 0), row["commit_ts"])
-            elif kind == "bootstrap":
-                facts.bootstraps.append(schema_from_json(orjson.loads(row["event"])))
-            elif kind == "carry":
-                facts.carried.setdefault(tp, []).append(carried_from_record(row))
-            elif kind == "error":
-                errors.append((row["topic"], row["partition"], row["offset"],
-                               f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}"))
-        facts.errors = [text for *_, text in sorted(errors)]  # in stream order: the first is the first read
-        return facts
-
-
-_SETTINGS = tuple(f.name for f in fields(ReplicateConfig) if f.name not in ("format", "format_options"))
-
-
-class ChangeApplier:
-    """Applies batches of a stream to Iceberg tables as ``cdclake replicate`` does: call it with a
-    DataFrame and a batch id, or hand it to ``writeStream.foreachBatch``.
-
-    A batch is raw records (from Spark's Kafka source, a file source,
-    :func:`~cdclake.spark.records.read_records`) or the change records
-    :func:`~cdclake.spark.records.decode_changes` made of them. Tables, changelog, dead letters and the job's
-    state go to ``catalog`` as ``cdclake replicate`` lays them out (``namespace`` holds the job's own
-    tables). ``app_id`` names the query: a batch id at or below the newest one applied for it is
-    skipped, and one that failed half-way is finished when the query runs it again, so Spark's retries
-    apply each change once. A new query (a new checkpoint) on the same state needs a new ``app_id``.
-
-    Settings are :class:`~cdclake.spark.replicate.ReplicateConfig`'s (``catalog``, ``namespace``,
-    ``include``, ``exclude``, ``table_mapping``, ``target_namespace``, ``on_bad_message``, ...) and the
-    format's options, in ``options`` or as keyword arguments; an unknown name fails at once with the
-    valid ones."""
-
-    def __init__(self, spark: SparkSession, format: str, options: Mapping[str, Any] | None = None, *,
-                 app_id: str = "cdclake", **settings: Any) -> None:
-        codec = get_codec(format)
-        config = {name: value for name, value in settings.items() if name in _SETTINGS}
-        format_options = {name: value for name, value in settings.items() if name not in _SETTINGS}
-        unknown = sorted(name for name in format_options if name.replace("_", "-") not in codec.options)
-        if unknown:
-            raise OptionError(f"ChangeApplier: unknown setting {', '.join(unknown)}; settings: "
-                              f"{', '.join(_SETTINGS)}; {format} options: {', '.join(sorted(codec.options))}")
-        resolved = codec.resolve(options, **format_options)
-        self.config = ReplicateConfig(format, resolved, **config)
-        self.app_id = app_id
-        self._replicator = Replicator(spark, None, self.config)
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> BatchReport | None:
-        """Apply batch ``batch_id``; None if it was applied before (or holds nothing)."""
-        # A streaming query hands each batch in a session of its own (a clone): the batch's temporary
-        # views, and so its MERGEs, live there.
-        if batch.sparkSession is not self._replicator.spark:
-            self._replicator = Replicator(batch.sparkSession, None, self.config)
-        return self._replicator.apply_query_batch(batch, batch_id, self.app_id)
 
 
 def _planned_by(state: JobState) -> str:
@@ -1010,16 +572,12 @@ def status(spark: SparkSession, catalog: str = "lake", namespace: str = "cdclake
            source: Source | None = None) -> dict[str, Any]:
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and
     (with ``source``) the lag."""
-    state, _ = load_state(spark, catalog, namespace)
+    sink = IcebergSink(spark, catalog, namespace)
+    state, _ = sink.load_state()
     extents = source.extents() if source is not None else {}
-    tables = []
-    for (database, table), known in sorted(state.tables.items()):
-        last = spark.sql(f"SELECT committed_at, summary FROM {known.lake_table}.snapshots "
-                         "ORDER BY committed_at DESC LIMIT 1").collect()
-        rows = spark.table(known.lake_table).count()
-        tables.append({"upstream": f"{database}.{table}", "lake_table": known.lake_table, "rows": rows,
-                       "applied_ts": known.applied_ts,
-                       "last_commit": last[0]["committed_at"].isoformat() if last else None})
+    tables = [{"upstream": f"{database}.{table}", "lake_table": known.lake_table, "applied_ts": known.applied_ts,
+               **sink.table_status(known.lake_table)}
+              for (database, table), known in sorted(state.tables.items())]
     partitions = []
     for (topic, partition), position in sorted(state.positions.items()):
         extent = extents.get((topic, partition))

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdclake.model import TableSchema
-from cdclake.schema.evolution import quote
-from cdclake.schema.lake import lake_cast, lake_text_function, lake_type
-from cdclake.spark.apply import table_exists
+from cdclake.schema.lake import lake_cast, lake_text_function, lake_type, quote
+from cdclake.sinks.iceberg.tables import table_exists
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:

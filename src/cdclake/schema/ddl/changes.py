@@ -1,7 +1,7 @@
 """The changes a DDL statement makes to a table, in MySQL terms, and a table's schema after them.
 
 :mod:`cdclake.schema.ddl` reads them from a statement; :func:`schema_after` applies them to a
-:class:`~cdclake.model.TableSchema`, and :mod:`cdclake.schema.evolution` turns them into the lake's.
+:class:`~cdclake.model.TableSchema`, and :mod:`cdclake.sinks.iceberg.evolution` turns them into the lake's.
 """
 
 from __future__ import annotations

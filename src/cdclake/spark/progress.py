@@ -1,4 +1,4 @@
-"""The job's own state, kept in one Iceberg table so that every change to it is one atomic commit.
+"""What a replication job knows between batches, and its form as rows a sink keeps.
 
 A replication job needs, between batches: where each partition's reading stands and the newest
 watermark it announced; the changes read but not applied yet (above the resolved ts); the raw
@@ -6,9 +6,10 @@ messages its decoders need again (schema messages, rows waiting for their schema
 each upstream table (its schema, its lake table, the resolved ts applied to it); and, while a batch is
 being applied, the batch's plan, so that a restart re-applies exactly the same ranges.
 
-All of it lives in the rows of ``<catalog>.<namespace>.state``, a table of change records
-(:mod:`cdclake.spark.changes`) with three more columns: ``state`` (what the row is), ``batch`` and
-``end_offset``. The table is replaced whole at each commit: it holds only what the next batch needs.
+All of it is kept as rows of one shape, change records (:mod:`cdclake.spark.changes`) with three more
+columns: ``state`` (what the row is), ``batch`` and ``end_offset``. A sink keeps them beside its tables
+and replaces them whole, atomically, at each commit (:meth:`cdclake.sinks.Sink.commit`); they hold only
+what the next batch needs.
 
 ========= =================================================================================
 state     the row
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -43,14 +44,8 @@ from cdclake.model import Origin, RawMessage, TableSchema
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
 STATE_DDL = f"`state` string, `batch` bigint, `end_offset` bigint, {CHANGE_DDL}"
 STATE_NAMES = ("state", "batch", "end_offset", *CHANGE_NAMES)
-BATCH_PROPERTY = "cdclake.batch"
-# The job reads only the state's newest snapshot; older ones are kept an hour, for a look after trouble.
-STATE_SNAPSHOT_AGE_MS = 3_600_000
 
 
 @dataclass
@@ -90,24 +85,11 @@ class JobState:
         return {tp: position.next_offset for tp, position in self.positions.items()}
 
 
-def state_table(catalog: str, namespace: str) -> str:
-    return f"`{catalog}`.`{namespace}`.`state`"
 
-
-def ensure_state_table(spark: SparkSession, catalog: str, namespace: str) -> None:
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{namespace}`")
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {state_table(catalog, namespace)} ({STATE_DDL}) USING iceberg "
-        f"TBLPROPERTIES ('format-version'='2', 'history.expire.max-snapshot-age-ms'='{STATE_SNAPSHOT_AGE_MS}')"
-    )
-
-
-def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobState, DataFrame]:
-    """The job state without its pending changes, and the pending changes as a DataFrame."""
-    table = spark.table(state_table(catalog, namespace))
-    small = table.filter("state != 'pending'").collect()
+def state_from_rows(rows: Iterable[Any]) -> JobState:
+    """The job state the rows (Spark rows of ``STATE_DDL``, the pending changes left out) describe."""
     state = JobState()
-    for row in small:
+    for row in rows:
         kind = row["state"]
         state.batch = max(state.batch, row["batch"] or 0)
         tp = (row["topic"], row["partition"])
@@ -130,8 +112,7 @@ def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobSt
     if state.plan:
         state.batch -= 1  # the plan row carries the batch it plans; the state is that of the one before
     state.plan.sort()
-    pending = table.filter("state = 'pending'").select(*CHANGE_NAMES)
-    return state, pending
+    return state
 
 
 def carried_from_record(record: Any) -> tuple[CarriedMessage, str | None, str | None, int | None]:
@@ -179,33 +160,14 @@ def small_rows(state: JobState, batch: int, with_plan: bool) -> list[tuple[Any, 
     return rows
 
 
-def write_state(spark: SparkSession, catalog: str, namespace: str, state: JobState, batch: int,
-                pending: DataFrame | None, with_plan: bool = False) -> None:
-    """Replace the state with ``state`` after ``batch`` (plus the plan of the next batch if asked) and
-    the ``pending`` change records, in one commit."""
-    from pyspark.sql import functions as F
 
-    small = spark.createDataFrame(small_rows(state, batch, with_plan), STATE_DDL)
-    frame = small
-    if pending is not None:
-        frame = small.unionByName(
-            pending.select(F.lit("pending").alias("state"), F.lit(batch).cast("bigint").alias("batch"),
-                           F.lit(None).cast("bigint").alias("end_offset"), *CHANGE_NAMES)
-        )
-    (frame.writeTo(state_table(catalog, namespace))
-     .option(f"snapshot-property.{BATCH_PROPERTY}", str(batch + 1 if with_plan else batch))
-     .overwrite(F.lit(True)))
-
-
-def append_plan(spark: SparkSession, catalog: str, namespace: str, plan: Iterable[OffsetRange], batch: int,
-                stream: tuple[str, int] | None = None) -> None:
-    """Record the ranges batch ``batch`` is about to apply, before it applies anything; ``stream`` the
-    (application id, batch id) of the streaming query's batch it is."""
+def plan_rows(plan: Iterable[OffsetRange], batch: int, stream: tuple[str, int] | None = None) -> list[tuple[Any, ...]]:
+    """The rows recording the ranges batch ``batch`` is about to apply; ``stream`` the (application id,
+    batch id) of the streaming query's batch it is."""
     app_id, batch_id = stream or (None, None)
-    rows = [_row("plan", batch, topic=planned.topic, partition=planned.partition, offset=planned.start,
+    return [_row("plan", batch, topic=planned.topic, partition=planned.partition, offset=planned.start,
                  end_offset=planned.end, reason=app_id, sequence=None if batch_id is None else str(batch_id))
             for planned in plan]
-    spark.createDataFrame(rows, STATE_DDL).writeTo(state_table(catalog, namespace)).append()
 
 
 def prune_primes(

@@ -36,9 +36,9 @@ import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
-from cdclake.errors import CdclakeError, OptionError, TypeParseError
+from cdclake.errors import TypeParseError
 from cdclake.model import ColumnSchema, TableSchema
 from cdclake.schema.ddl.changes import (
     AddColumn,
@@ -53,56 +53,23 @@ from cdclake.schema.ddl.changes import (
     TruncateTable,
     schema_after,
 )
-from cdclake.schema.lake import lake_cast, lake_text, lake_type
+from cdclake.schema.lake import lake_cast, lake_text, lake_type, quote
+from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
 from cdclake.types import Family, MySQLType, value_from_text
 
 __all__ = [
     "AddColumn",
     "AddLakeColumn",
     "DropLakeColumn",
-    "EvolutionPolicy",
     "FillLakeColumn",
     "LakeChange",
     "ModifyColumn",
     "RenameLakeColumn",
-    "SchemaEvolutionError",
     "WidenLakeColumn",
     "alter_statements",
     "changes_seen_in_rows",
     "plan",
 ]
-
-IncompatibleTypeChange = Literal["fail", "rewrite"]
-
-
-@dataclass(frozen=True, slots=True)
-class EvolutionPolicy:
-    """How a lake table follows what Iceberg cannot change in place.
-
-    ``incompatible_type_change`` (option ``incompatible-type-change``): ``"fail"`` raises
-    :class:`SchemaEvolutionError` naming the table, the column and the types; ``"rewrite"`` rebuilds the
-    column with the new type, each value converted by Spark's CAST (a decimal rounds half up, as MySQL's
-    does; a value the new type cannot hold becomes NULL, where MySQL in strict mode refuses the ALTER).
-    The rows updated later carry MySQL's own values.
-
-    ``fill_added_columns``: whether the rows already in a table get the value MySQL gives them when a
-    column is added (its default, or the implicit default of a NOT NULL column). It costs an UPDATE of
-    every row; without it those rows hold NULL until they change upstream.
-    """
-
-    incompatible_type_change: IncompatibleTypeChange = "fail"
-    fill_added_columns: bool = True
-
-    def __post_init__(self) -> None:
-        allowed = get_args(IncompatibleTypeChange)
-        if self.incompatible_type_change not in allowed:
-            raise OptionError(f"incompatible-type-change must be one of {', '.join(allowed)}, "
-                              f"got {self.incompatible_type_change!r}")
-
-
-class SchemaEvolutionError(CdclakeError):
-    """A MySQL schema change the lake table cannot follow under the policy in force."""
-
 
 # --- the lake changes -------------------------------------------------------------------------------------
 
@@ -382,11 +349,6 @@ def _contradicts(seen: MySQLType, known: MySQLType) -> bool:
 
 
 # --- Spark SQL --------------------------------------------------------------------------------------------
-
-
-def quote(name: str) -> str:
-    """A Spark SQL identifier: backquoted, backquotes doubled."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def alter_statements(table_ident: str, lake_changes: Sequence[LakeChange]) -> list[str]:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from cdclake.schema.evolution import DropLakeColumn, LakeChange, SchemaEvolutionError
+from cdclake.schema.policy import SchemaEvolutionError
+from cdclake.sinks.iceberg.evolution import DropLakeColumn, LakeChange
 
 HIVE_COLUMN_CHECK = "hive.metastore.disallow.incompatible.col.type.changes"
 HIVE_CATALOG_IMPL = "org.apache.iceberg.hive.HiveCatalog"

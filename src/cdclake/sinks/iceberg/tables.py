@@ -1,9 +1,9 @@
-"""Applying one upstream table's changes of a batch to its Iceberg mirror.
+"""A mirror table's writes in Iceberg: creating it, one MERGE (or append) per segment of net changes,
+TRUNCATE, and reading back which steps it holds.
 
-A batch's changes of one table are cut into *segments* by the table's DDLs (the DDL barrier): every
-change before a DDL is merged, then the DDL is applied, then the changes after it. Each segment is
-reduced to the net change per key — the last change in commit order, ties broken by partition, offset
-and index — and written with one MERGE. An update that changed the key also deletes the old key.
+The pipeline cuts a batch's changes of one table into *segments* by the table's DDLs and reduces each
+to the net change per key (:func:`cdclake.spark.ordering.net_changes`); each segment is written here
+with one MERGE, typed from its lake texts (:mod:`cdclake.schema.lake`).
 
 Each MERGE (and TRUNCATE) commit carries ``cdclake.batch``, ``cdclake.step`` and
 ``cdclake.resolved-ts`` in its snapshot summary. A batch re-run after a crash skips the steps a table
@@ -17,10 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdclake.model import ColumnSchema, TableSchema
-from cdclake.schema.evolution import quote
-from cdclake.schema.lake import lake_cast, lake_type
-from cdclake.spark.commit import with_commit_properties
+from cdclake.model import TableSchema
+from cdclake.schema.lake import lake_cast, lake_type, quote, sql_string
+from cdclake.sinks.iceberg.commit import with_commit_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,10 +36,6 @@ class WriteSettings:
     files, cheap for small batches; ``copy-on-write`` rewrites data files, cheaper to read)."""
 
     write_mode: str = "merge-on-read"
-
-
-def sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def table_exists(spark: SparkSession, ident: str) -> bool:
@@ -74,25 +69,6 @@ def last_step(spark: SparkSession, ident: str) -> tuple[int, int]:
         return (0, 0)
     summary = rows[0]["summary"] or {}
     return (int(summary.get(BATCH_PROPERTY, 0)), int(summary.get(STEP_PROPERTY, 0)))
-
-
-def net_changes(changes: DataFrame, groups: Sequence[str] = ()) -> DataFrame:
-    """One record per key and group (the ``groups`` columns kept, say a batch's table and segment): the
-    last change of it, as (``_key``, ``_op``, ``_image``). Copies of a change need not be dropped first:
-    whichever copy comes last, its image is the same."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    order = [F.col("commit_ts"), F.col("partition"), F.col("offset"), F.col("index")]
-    new_key = F.struct(F.col("key").alias("k"), F.col("op").alias("op"),
-                       F.coalesce(F.col("after"), F.col("before")).alias("image"))
-    old_key = F.when(F.col("old_key").isNotNull(),
-                     F.struct(F.col("old_key").alias("k"), F.lit("delete").alias("op"), F.col("before").alias("image")))
-    exploded = (changes.select(*groups, F.explode(F.array(new_key, old_key)).alias("c"), *order)
-                .filter("c IS NOT NULL"))
-    newest_first = Window.partitionBy(*groups, "c.k").orderBy(*[column.desc_nulls_last() for column in order])
-    return (exploded.withColumn("_rank", F.row_number().over(newest_first)).filter("_rank = 1")
-            .select(*groups, F.col("c.k").alias("_key"), F.col("c.op").alias("_op"), F.col("c.image").alias("_image")))
 
 
 def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False) -> DataFrame:
@@ -153,7 +129,7 @@ def merge_statement(target: str, source: str, schema: TableSchema, whole_images:
 
 def merge_changes(spark: SparkSession, ident: str, schema: TableSchema, net: DataFrame,
                   properties: Mapping[str, str], whole_images: bool = False) -> None:
-    """MERGE ``net``, the net change per key of this table (:func:`net_changes`), into ``ident``;
+    """MERGE ``net``, the net change per key of this table (:func:`cdclake.spark.ordering.net_changes`), into ``ident``;
     ``whole_images`` if every image of an insert or update in it holds every column of ``schema``.
 
     On Spark 4 the MERGE is built with ``DataFrame.mergeInto``: Spark 4.1 cannot plan a MERGE whose
@@ -237,11 +213,3 @@ def lake_columns_of(spark: SparkSession, ident: str) -> dict[str, str]:
     spelled = {"bigint": "long"}  # Spark prints long as bigint
     return {f.name: spelled.get(f.dataType.simpleString(), f.dataType.simpleString())
             for f in spark.table(ident).schema.fields}
-
-
-def with_columns(schema: TableSchema, columns: Sequence[ColumnSchema]) -> TableSchema:
-    """``schema`` with ``columns`` replacing the columns of the same name, or added at the end."""
-    replaced = {c.name: c for c in columns}
-    kept = [replaced.pop(c.name, c) for c in schema.columns]
-    return TableSchema(schema.database, schema.table, (*kept, *replaced.values()), schema.indexes,
-                       schema.table_id, schema.version)

@@ -1,0 +1,121 @@
+"""What the replication pipeline asks of the place its tables live: the :class:`Sink` protocol.
+
+The pipeline (:mod:`cdclake.spark.replicate`) decides *what* a batch does: which changes apply, in
+which order, the net change per key of each table between its DDLs, which schema changes each table
+goes through. A sink decides *how* that lands in its store and makes it durable. The pipeline writes
+no SQL; everything it writes goes through these calls, in this order per batch:
+
+1. :meth:`Sink.load_state`; if the state holds no plan, :meth:`Sink.record_plan`;
+2. :meth:`Sink.append_changelog`, :meth:`Sink.append_dead_letters`;
+3. per table, for each of its segments and DDLs in order: :meth:`Sink.create_table`,
+   :meth:`Sink.evolve_table`, :meth:`Sink.write_changes`, :meth:`Sink.truncate_table`,
+   :meth:`Sink.rename_table`, :meth:`Sink.drop_table` (tables in parallel threads);
+4. :meth:`Sink.commit`.
+
+**What a sink must guarantee for exactly once.** A crash may stop the job between any two calls, or
+inside one; the job then runs the same batch again from the same state. So:
+
+- :meth:`Sink.commit` replaces the whole state atomically: after a crash :meth:`Sink.load_state` returns
+  either the state before the batch (with its plan) or the state after it, never a mix.
+- :meth:`Sink.record_plan` is durable before it returns.
+- Each :meth:`Sink.write_changes` and :meth:`Sink.truncate_table` is atomic and stores its :class:`Step`
+  with the rows, in the same transaction; :meth:`Sink.last_step` returns the newest step stored, so the
+  pipeline skips, on a re-run, every step at or below it.
+- The changelog and dead-letter appends store their batch likewise, and skip themselves when
+  ``recovering`` finds that batch stored.
+- The DDL calls are idempotent: run again, they find their work done (a table created, a column added,
+  a table renamed) and do nothing, or finish what a crash left half-done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from cdclake.model import TableSchema
+from cdclake.schema.ddl.changes import SchemaChange
+from cdclake.sources.ranges import OffsetRange
+from cdclake.spark.progress import JobState
+from cdclake.types import MySQLType
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Step:
+    """Which write of a batch a table's commit is: the ``step``-th write to that table in batch
+    ``batch``, and the resolved ts the batch applies up to (None without watermarks)."""
+
+    batch: int
+    step: int
+    resolved_ts: int | None = None
+
+
+class Sink(Protocol):
+    """A store for a replication job's tables and progress. ``target`` names one of its tables as
+    :meth:`target` made it; the pipeline keeps that name in the job state (``TableState.lake_table``)."""
+
+    # --- progress ----------------------------------------------------------------------------------------
+
+    def load_state(self) -> tuple[JobState, DataFrame]:
+        """The job's state as the last :meth:`commit` left it (plus a plan recorded since), without its
+        pending changes, and the pending change records."""
+
+    def record_plan(self, ranges: Sequence[OffsetRange], batch: int, stream: tuple[str, int] | None) -> None:
+        """Record, durably, the ranges batch ``batch`` is about to apply; ``stream`` the (application id,
+        batch id) of a streaming query's batch."""
+
+    def commit(self, state: JobState, batch: int, pending: DataFrame | None) -> None:
+        """Replace the whole state, atomically, with ``state`` after ``batch`` and the ``pending`` change
+        records: the batch's end."""
+
+    # --- tables ------------------------------------------------------------------------------------------
+
+    def target(self, namespace: str, table: str) -> str:
+        """The sink's name for the table ``table`` of ``namespace``."""
+
+    def create_table(self, target: str, schema: TableSchema) -> None:
+        """A table for ``schema``'s rows, unless ``target`` exists."""
+
+    def changes_in_rows(self, schema: TableSchema, types: Mapping[str, MySQLType]) -> list[SchemaChange]:
+        """The changes rows with column ``types`` need of a table known as ``schema``: columns it lacks,
+        and types it cannot hold the rows' values in."""
+
+    def evolve_table(self, target: str, schema: TableSchema, changes: Sequence[SchemaChange]) -> None:
+        """Make ``changes`` to ``target``, whose rows are ``schema``'s, planned against the table as it
+        is now; :class:`~cdclake.schema.policy.SchemaEvolutionError` where the job's policy refuses."""
+
+    def last_step(self, target: str) -> tuple[int, int]:
+        """(batch, step) of the newest :class:`Step` stored with ``target``'s rows; (0, 0) if none, or if
+        the table does not exist."""
+
+    def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
+                      whole_images: bool, maybe_empty: bool) -> None:
+        """Apply ``net``, one net change per key (``_key``, ``_op``, ``_image``: JSON of lake texts), with
+        ``step``, atomically. ``whole_images``: every insert's and update's image holds every column
+        (else a column an image lacks keeps its value). ``maybe_empty``: the table is new to the job."""
+
+    def truncate_table(self, target: str, step: Step) -> None:
+        """Delete every row of ``target``, with ``step``, atomically."""
+
+    def rename_table(self, target: str, new_target: str) -> None:
+        """``target``'s rows under ``new_target``, ``target`` gone."""
+
+    def drop_table(self, target: str) -> None:
+        """``target`` gone, if it exists."""
+
+    # --- the job's own tables ----------------------------------------------------------------------------
+
+    def append_changelog(self, changes: DataFrame, batch: int, recovering: bool) -> None:
+        """Append every applied row change of ``batch`` (change records) to the job's changelog."""
+
+    def append_dead_letters(self, errors: DataFrame, batch: int, recovering: bool) -> None:
+        """Append the undecodable messages of ``batch`` (error records), raw, with their reasons."""
+
+    def maintain(self, targets: Sequence[str]) -> None:
+        """The store's upkeep for ``targets`` and the job's own tables (snapshot expiry, say)."""
+
+    def table_status(self, target: str) -> dict[str, Any]:
+        """``rows`` and ``last_commit`` (ISO time, or None) of ``target``, for ``cdclake status``."""

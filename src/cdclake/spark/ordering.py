@@ -1,0 +1,302 @@
+"""The ordering core of replication: which of a batch's changes apply, in which order, and once.
+
+With a watermark-bearing format the resolved ts R is the minimum over partitions of the newest watermark
+each announced (and below any row still waiting for its schema); changes at or below R apply, those
+above wait. Without watermarks (Canal-JSON without the TiDB extension, DataWorks) a *resolved sequence*
+plays that part: changes below the sequence every partition not read to its end has reached apply.
+Changes a table applied already (TiCDC re-sends after a restart) and re-delivered copies within the batch
+are dropped; the rest reduce to the net change per key (:func:`net_changes`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdclake.errors import CdclakeError
+from cdclake.eventjson import schema_from_json
+from cdclake.model import TableSchema
+from cdclake.sources.ranges import OffsetRange, PartitionExtent
+from cdclake.spark.changes import CarriedMessage
+from cdclake.spark.progress import JobState, Position, carried_from_record
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+
+class SchemaWaitError(CdclakeError):
+    """A row has waited for its table's schema longer than ``schema_wait_s`` allows."""
+
+
+@dataclass
+class Facts:
+    """What the driver needs of a batch's decoded records beyond the rows, gathered in one pass: the
+    newest watermark and heartbeat per partition, schemas bootstrapped, messages to carry, and where
+    each undecodable message is."""
+
+    watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
+    heartbeats: dict[tuple[str, int], int] = field(default_factory=dict)
+    bootstraps: list[TableSchema] = field(default_factory=list)
+    carried: dict[tuple[str, int], list[tuple[CarriedMessage, str | None, str | None, int | None]]] = field(
+        default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    sequences: dict[tuple[str, int], int] = field(default_factory=dict)  # the newest read, per partition
+
+    @classmethod
+    def of(cls, decoded: DataFrame, sequences: bool = False) -> Facts:
+        """The facts of ``decoded``; with ``sequences``, the newest change sequence per partition too."""
+        from pyspark.sql import functions as F
+
+        facts = cls()
+        errors: list[tuple[str, int, int, str]] = []
+        fields = ("kind", "topic", "partition", "offset", "commit_ts", "database", "table", "sequence", "event",
+                  "timestamp_ms", "reason")
+        wanted = decoded.filter("kind NOT IN ('row', 'ddl')").select(
+            *fields,
+            F.when(F.col("kind") == "carry", F.col("raw_key")).alias("raw_key"),
+            F.when(F.col("kind") == "carry", F.col("raw_value")).alias("raw_value"))
+        if sequences:
+            newest = (decoded.filter("kind IN ('row', 'ddl') AND sequence IS NOT NULL").groupBy("topic", "partition")
+                      .agg(F.max(F.col("sequence").cast("decimal(38,0)")).cast("string").alias("sequence"))
+                      .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence"))
+            wanted = wanted.unionByName(newest, allowMissingColumns=True)
+        for row in wanted.collect():
+            kind, tp = row["kind"], (row["topic"], row["partition"])
+            if kind == "sequence":
+                facts.sequences[tp] = int(row["sequence"])
+            elif kind == "watermark":
+                facts.watermarks[tp] = max(facts.watermarks.get(tp, 0), row["commit_ts"])
+            elif kind == "heartbeat":
+                facts.heartbeats[tp] = max(facts.heartbeats.get(tp, 0), row["commit_ts"])
+            elif kind == "bootstrap":
+                facts.bootstraps.append(schema_from_json(orjson.loads(row["event"])))
+            elif kind == "carry":
+                facts.carried.setdefault(tp, []).append(carried_from_record(row))
+            elif kind == "error":
+                errors.append((row["topic"], row["partition"], row["offset"],
+                               f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}"))
+        facts.errors = [text for *_, text in sorted(errors)]  # in stream order: the first is the first read
+        return facts
+
+
+
+class Ordering:
+    """The order of one job's changes: ``watermarks`` whether its format announces resolved ts,
+    ``unique_sequences`` whether no two changes of a partition share a sequence; ``include`` and
+    ``exclude`` the tables it selects (regular expressions over ``database.table``, exclude wins);
+    ``schema_wait_s`` how long a row may wait for its schema."""
+
+    def __init__(self, spark: SparkSession, watermarks: bool, unique_sequences: bool, include: str | None,
+                 exclude: str | None, schema_wait_s: float) -> None:
+        self.spark, self.watermarks, self.unique_sequences = spark, watermarks, unique_sequences
+        self.include, self.exclude, self.schema_wait_s = include, exclude, schema_wait_s
+        self._include = re.compile(include) if include else None
+        self._exclude = re.compile(exclude) if exclude else None
+
+    def wanted(self, key: tuple[str, str]) -> bool:
+        name = ".".join(key)
+        if self._include is not None and not self._include.fullmatch(name):
+            return False
+        return self._exclude is None or not self._exclude.fullmatch(name)
+
+    def position_of(self, change: Any) -> int:
+        """Where a change stands in the upstream's order: its commit ts; for a format without
+        watermarks the order it carries (Canal's ``es``, DataWorks' ``sequenceId``), else the Kafka
+        timestamp (TiCDC and DataWorks send every change before a DDL ahead of it)."""
+        if self.watermarks:
+            return int(change["commit_ts"] or 0)
+        sequence = change["sequence"]
+        return int(sequence) if sequence is not None else int(change["timestamp_ms"] or 0)
+
+    def position_column(self) -> Column:
+        """:meth:`position_of` as a column of change records."""
+        from pyspark.sql import functions as F
+
+        if self.watermarks:
+            return F.col("commit_ts")
+        return F.coalesce(F.col("sequence").cast("decimal(38,0)"), F.col("timestamp_ms").cast("decimal(38,0)"))
+
+    def advance_positions(self, state: JobState, facts: Facts, ranges: list[OffsetRange],
+                           extents: Mapping[tuple[str, int], PartitionExtent]) -> None:
+        for tp, extent in extents.items():
+            state.positions.setdefault(tp, Position(extent.low))
+        for planned in ranges:
+            state.positions[(planned.topic, planned.partition)].next_offset = planned.end
+        for tp, newest in facts.watermarks.items():
+            position = state.positions[tp]
+            position.watermark = max(position.watermark or 0, newest)
+        for tp, newest in facts.heartbeats.items():
+            position = state.positions[tp]
+            position.heartbeat_ms = max(position.heartbeat_ms or 0, newest)
+        for tp, newest in facts.sequences.items():
+            position = state.positions[tp]
+            position.read_sequence = max(position.read_sequence or 0, newest)
+
+    def resolved_ts(self, state: JobState, facts: Facts) -> int | None:
+        """The ts every partition has announced, and below every row still waiting for its schema;
+        None for a format without watermarks (every change read applies).
+
+        A waiting row's transaction is not complete in the lake until the row is applied, and a table's
+        applied ts must not pass a row it has not applied: a replay drops what is at or below it."""
+        if not self.watermarks:
+            return None
+        marks = [position.watermark for position in state.positions.values()]
+        resolved = 0 if not marks or None in marks else min(m for m in marks if m is not None)
+        waiting = [entry for entries in facts.carried.values() for entry in entries
+                   if entry[0].role == "held" and entry[0].commit_ts is not None]
+        self._check_schema_wait(waiting, resolved)
+        return min(resolved, min(entry[0].commit_ts or 0 for entry in waiting) - 1) if waiting else resolved
+
+    def _check_schema_wait(self, waiting: list[tuple[CarriedMessage, str | None, str | None, int | None]],
+                           resolved: int) -> None:
+        """Stop, before anything of the batch is applied, when a row has waited for its schema longer
+        than ``schema_wait_s`` of the upstream's time: every partition has announced a ts that far past
+        the row's commit, and no BOOTSTRAP or DDL has brought the schema version it needs. TiCDC sends
+        BOOTSTRAPs every ``send-bootstrap-interval-in-sec`` (120 s by default): a schema that does not
+        come in much longer will not come, and the tables would stay behind the row for good."""
+        overdue = [(((resolved >> 18) - ((carried.commit_ts or 0) >> 18)) / 1000, carried, database, table, version)
+                   for carried, database, table, version in waiting]
+        overdue = [entry for entry in overdue if entry[0] > self.schema_wait_s]
+        if overdue:
+            waited, carried, database, table, version = max(overdue, key=lambda entry: entry[0])
+            origin = carried.message.origin
+            raise SchemaWaitError(
+                f"{origin.topic}[{origin.partition}]@{origin.offset}: a row of {database}.{table} has waited "
+                f"{waited:.0f} s of upstream time for its schema version {version}, which no BOOTSTRAP or DDL "
+                f"has brought ({len(overdue)} rows wait so); nothing of this batch was applied. Check that the "
+                "producer sends BOOTSTRAPs (send-bootstrap-interval-in-sec, send-bootstrap-in-msg-count), or "
+                f"set schema-wait-s above {self.schema_wait_s:g} to wait longer")
+
+    def resolved_sequence(self, state: JobState, extents: Mapping[tuple[str, int], PartitionExtent]) -> int | None:
+        """For a format without watermarks, the sequence below which every partition has been read: the
+        lowest of the newest sequences read on the partitions not read to their end (one read to its
+        end has nothing older to come); None when every partition is read to its end.
+
+        A partition's changes come in sequence order, so one that is read up to sequence s can send
+        nothing below s any more; a DDL applied above that bound could overtake a row of an older
+        schema still unread on a slower partition."""
+        behind = [position.read_sequence for tp, position in state.positions.items()
+                  if tp in extents and position.next_offset < extents[tp].high and position.read_sequence is not None]
+        return min(behind) if behind else None
+
+    def ready(self, resolved: int | None, resolved_sequence: int | None) -> Column | None:
+        """Which changes apply in this batch, or None for all of them: at or below the resolved ts, or
+        (formats without watermarks) below the resolved sequence, strictly: changes may share one
+        (Canal's ``es``), and the rest of its changes may be unread yet. A change without the value to
+        compare applies."""
+        from pyspark.sql import functions as F
+
+        if resolved is not None:
+            return F.coalesce(F.col("commit_ts") <= resolved, F.lit(True))
+        if resolved_sequence is not None:
+            below = F.col("sequence").cast("decimal(38,0)") < F.lit(Decimal(resolved_sequence)).cast("decimal(38,0)")
+            return F.coalesce(below, F.lit(True))
+        return None
+
+    def selected(self, changes: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        name = F.concat_ws(".", "database", "table")
+        if self._include is not None:
+            changes = changes.filter(name.rlike(f"^(?:{self.include})$"))
+        if self._exclude is not None:
+            changes = changes.filter(~name.rlike(f"^(?:{self.exclude})$"))
+        return changes
+
+    def not_yet_applied(self, changes: DataFrame, state: JobState) -> DataFrame:
+        """Without the changes applied already: at or below the resolved ts their table applied (or had
+        applied when it was renamed or dropped), or, for a format without watermarks, at or below the
+        newest sequence applied from their partition (a re-delivered range after the producer
+        restarted)."""
+        from pyspark.sql import functions as F
+
+        if not self.watermarks:
+            return self._past_sequences(changes, state)
+        applied_ts = {**state.gone, **{key: known.applied_ts for key, known in state.tables.items()}}
+        applied = [(db, table, ts) for (db, table), ts in applied_ts.items() if ts is not None]
+        if not applied:
+            return changes
+        marks = self.spark.createDataFrame(applied, "`database` string, `table` string, `_applied` bigint")
+        joined = changes.join(F.broadcast(marks), ["database", "table"], "left")
+        return joined.filter("_applied IS NULL OR commit_ts IS NULL OR commit_ts > _applied").drop("_applied")
+
+    def _past_sequences(self, changes: DataFrame, state: JobState) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        applied = [(topic, partition, Decimal(position.sequence))
+                   for (topic, partition), position in state.positions.items() if position.sequence is not None]
+        if not applied:
+            return changes
+        marks = self.spark.createDataFrame(applied, "`topic` string, `partition` int, `_applied` decimal(38,0)")
+        sequence = F.col("sequence").cast("decimal(38,0)")
+        joined = changes.join(F.broadcast(marks), ["topic", "partition"], "left")
+        # Where changes share a sequence (Canal-JSON's ``es``: a millisecond), at or above, not above: the
+        # rest of a partition's newest millisecond may arrive after the batch that applied part of it.
+        # Re-applying the newest change of a partition again is harmless to the tables: no later change
+        # of its key was applied (a key stays in one partition); the changelog may show it twice.
+        newer = sequence > F.col("_applied") if self.unique_sequences else sequence >= F.col("_applied")
+        return joined.filter(F.col("_applied").isNull() | sequence.isNull() | newer).drop("_applied")
+
+    def remember_sequences(self, state: JobState, applicable: DataFrame) -> None:
+        from pyspark.sql import functions as F
+
+        newest = (applicable.groupBy("topic", "partition")
+                  .agg(F.max(F.col("sequence").cast("decimal(38,0)")).alias("newest")).collect())
+        for row in newest:
+            position = state.positions.get((row["topic"], row["partition"]))
+            if position is not None and row["newest"] is not None:
+                position.sequence = max(position.sequence or 0, int(row["newest"]))
+
+    def deduplicated(self, changes: DataFrame) -> tuple[DataFrame, bool]:
+        """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
+        the first delivery kept; and whether any changes were compared as possible copies.
+
+        Only changes whose identity hashes like another's can be copies, so a cheap count of the
+        hashes finds them, and only those go through the exact comparison (a window over whole images,
+        which costs a shuffle and sort of every column): a clean batch pays for the count alone."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        # A DDL is sent to every partition: its copies differ only in their origin.
+        event_id = F.when(F.col("kind") == "ddl", F.get_json_object("event", "$.sql"))
+        identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
+        hashed = changes.withColumn("event_id", event_id).withColumn("_identity", F.xxhash64(*identity))
+        shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity")
+        shared_hashes = [(row["_identity"],) for row in shared.collect()]
+        if not shared_hashes:
+            return changes, False
+        suspects = self.spark.createDataFrame(shared_hashes, "_identity bigint").withColumn("_suspect", F.lit(True))
+        marked = hashed.join(F.broadcast(suspects), "_identity", "left")
+        first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
+        copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
+                          .filter("_copy = 1").drop("_copy"))
+        unique = marked.filter("_suspect IS NULL")
+        return unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id"), True
+
+
+def net_changes(changes: DataFrame, groups: Sequence[str] = ()) -> DataFrame:
+    """One record per key and group (the ``groups`` columns kept, say a batch's table and segment): the
+    last change of it, as (``_key``, ``_op``, ``_image``). Copies of a change need not be dropped first:
+    whichever copy comes last, its image is the same."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = [F.col("commit_ts"), F.col("partition"), F.col("offset"), F.col("index")]
+    new_key = F.struct(F.col("key").alias("k"), F.col("op").alias("op"),
+                       F.coalesce(F.col("after"), F.col("before")).alias("image"))
+    old_key = F.when(F.col("old_key").isNotNull(),
+                     F.struct(F.col("old_key").alias("k"), F.lit("delete").alias("op"), F.col("before").alias("image")))
+    exploded = (changes.select(*groups, F.explode(F.array(new_key, old_key)).alias("c"), *order)
+                .filter("c IS NOT NULL"))
+    newest_first = Window.partitionBy(*groups, "c.k").orderBy(*[column.desc_nulls_last() for column in order])
+    return (exploded.withColumn("_rank", F.row_number().over(newest_first)).filter("_rank = 1")
+            .select(*groups, F.col("c.k").alias("_key"), F.col("c.op").alias("_op"), F.col("c.image").alias("_image")))
+
+

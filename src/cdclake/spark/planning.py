@@ -1,0 +1,124 @@
+"""Planning a batch's work per table: its DDLs in order, and its row changes cut into *segments* by them
+(the DDL barrier: every change before a DDL is applied, then the DDL, then the changes after it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdclake.eventjson import event_from_json
+from cdclake.model import Ddl, DdlKind, TableSchema
+from cdclake.schema.ddl import table_before
+from cdclake.spark.ordering import Facts, Ordering
+from cdclake.spark.progress import JobState
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass
+class Segment:
+    """A table's changes between two of its DDLs; ``columns`` the column sets its rows carry, ``partial``
+    whether an after image lacks a column its row's set names."""
+
+    index: int
+    changes: int = 0
+    columns: list[tuple[dict[str, str], list[str]]] = field(default_factory=list)
+    partial: bool = False
+
+    def whole_images(self, schema: TableSchema) -> bool:
+        """Whether every image of an insert or update holds every column of ``schema``, the table's
+        schema these rows meet (it may have columns rows of an older schema lack)."""
+        names = {c.name for c in schema.columns}
+        return not self.partial and all(names <= columns.keys() for columns, _ in self.columns)
+
+
+@dataclass
+class TableWork:
+    """A table's part of the batch: its DDLs in order, each with its position (commit ts, or Kafka
+    timestamp for formats without watermarks), and its rows' segments."""
+
+    key: tuple[str, str]
+    ddls: list[tuple[int, Ddl]] = field(default_factory=list)
+    segments: dict[int, Segment] = field(default_factory=dict)
+    bootstrap: TableSchema | None = None
+
+
+
+class TablePlanner:
+    """Plans each table's part of a batch in the order ``ordering`` gives the changes."""
+
+    def __init__(self, ordering: Ordering) -> None:
+        self.ordering = ordering
+
+    def plan_tables(self, applicable: DataFrame, facts: Facts, state: JobState, resolved: int | None
+                     ) -> dict[tuple[str, str], TableWork]:
+        """The DDLs, and the column sets of rows, of each table in this batch (small: collected)."""
+        from pyspark.sql import functions as F
+
+        work: dict[tuple[str, str], TableWork] = {}
+        ddl_rows = applicable.filter("kind = 'ddl'").orderBy("commit_ts", "timestamp_ms", "partition", "offset")
+        for row in ddl_rows.collect():
+            ddl = event_from_json(orjson.loads(row["event"]))
+            assert isinstance(ddl, Ddl)
+            position = self.ordering.position_of(row)
+            for key in self._tables_of(ddl, state, work):
+                work.setdefault(key, TableWork(key)).ddls.append((position or 0, ddl))
+        partial = F.max(F.col("reason").eqNullSafe("partial")).alias("partial")
+        groups = (self.segmented_rows(applicable, work)
+                  .groupBy("database", "table", "_segment", "columns", "key_columns")
+                  .agg(F.count("*").alias("count"), partial).collect())
+        for row in groups:
+            key = (row["database"], row["table"])
+            segments = work.setdefault(key, TableWork(key)).segments
+            segment = segments.setdefault(row["_segment"], Segment(row["_segment"]))
+            segment.changes += row["count"]
+            segment.partial = segment.partial or row["partial"]
+            segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
+        # The newest schema the resolved ts allows, where the batch read several.
+        for schema in sorted(facts.bootstraps, key=lambda b: b.version or 0, reverse=True):
+            if self._creates_from(schema, state, work, resolved):
+                work[(schema.database, schema.table)] = TableWork((schema.database, schema.table), bootstrap=schema)
+        return work
+
+    def _creates_from(self, bootstrap: TableSchema, state: JobState, work: Mapping[tuple[str, str], TableWork],
+                      resolved: int | None) -> bool:
+        """Whether a BOOTSTRAP creates its table now: a table no change of this batch creates, whose schema
+        version the resolved ts has passed. A BOOTSTRAP is the table as it is when sent, which may be ahead
+        of the changes applied so far: rows still waiting above R, or in this batch before one of its
+        DDLs, carry an older schema (a column since renamed, an int since widened), and they must meet
+        the table as it was, so their own column types and DDLs create and evolve it."""
+        key = (bootstrap.database, bootstrap.table)
+        if key in state.tables or key in work or not self.ordering.wanted(key):
+            return False
+        return resolved is None or bootstrap.version is None or bootstrap.version <= resolved
+
+    @staticmethod
+    def _tables_of(ddl: Ddl, state: JobState, work: Mapping[tuple[str, str], TableWork]) -> list[tuple[str, str]]:
+        """The tables a DDL changes: its own (for a RENAME TABLE, the one it renames, which TiCDC does not
+        name), or every table of the database it drops."""
+        if ddl.kind is DdlKind.DROP_DATABASE:
+            return sorted({key for key in (*state.tables, *work) if key[0] == ddl.database})
+        if not ddl.table:
+            return []  # CREATE DATABASE and the like: nothing a lake table holds
+        return [table_before(ddl)]
+
+    def segmented_rows(self, applicable: DataFrame, work: Mapping[tuple[str, str], TableWork]) -> DataFrame:
+        """The row changes of ``applicable``, each with ``_segment``: its place among its table's DDLs."""
+        return applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
+
+    def _segment_column(self, work: Mapping[tuple[str, str], TableWork]) -> Any:
+        """Per change, how many of its table's DDLs come before it (the DDL barrier)."""
+        from pyspark.sql import functions as F
+
+        position = self.ordering.position_column()
+        segment = F.lit(0)
+        for (database, table), table_work in work.items():
+            if not table_work.ddls:
+                continue
+            count = sum((F.coalesce(position, F.lit(0)) >= p).cast("int") for p, _ in table_work.ddls)
+            segment = F.when((F.col("database") == database) & (F.col("table") == table), count).otherwise(segment)
+        return segment
