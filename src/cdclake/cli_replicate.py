@@ -27,9 +27,9 @@ from cdclake.spark.replicate import status as job_status
 from cdclake.spark.session import build_session, new_log_file
 
 if TYPE_CHECKING:
+    from cdclake.sinks.base import TableComparison
     from cdclake.sources.ranges import Source
     from cdclake.spark.session import SparkSession
-    from cdclake.spark.verify import TableComparison
     from cdclake.workload import Stream
 
 _console = Console(stderr=True, highlight=False)

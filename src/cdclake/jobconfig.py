@@ -19,6 +19,9 @@
     spark = { "spark.sql.catalog.lake.type" = "rest" }   # any Spark setting, e.g. another catalog
     jars = ["org.postgresql:postgresql:42.7.7"]          # added to cdclake's own: Maven coordinates or paths
 
+    [sink]                                   # instead of Iceberg tables: a database (docs/sinks.md)
+    url = "jdbc:postgresql://db:5432/mirror?user=cdc&password=..."
+
     [tables]
     include = "shop\\..*"                    # regular expressions on database.table; exclude wins
     exclude = "shop\\.tmp_.*"
@@ -66,6 +69,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "format": {"name": _TEXT, "options": _TABLE},
     "lake": {"warehouse": _TEXT, "catalog": _TEXT, "namespace": _TEXT, "master": _TEXT, "spark": _TABLE,
              "jars": _TEXTS},
+    "sink": {"url": _TEXT},
     "tables": {"include": _TEXT, "exclude": _TEXT, "target-namespace": _TEXT, "mapping": _TABLE},
     "batch": {"max-records": _INTEGER, "interval-s": _NUMBER, "unresolved-tail": _TEXT, "on-bad-message": _TEXT,
               "incompatible-type-change": _TEXT, "fill-added-columns": _BOOLEAN, "write-mode": _TEXT,
@@ -170,6 +174,7 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
         parallel_tables=int(batch.get("parallel-tables", 4)),
         schema_wait_s=float(batch.get("schema-wait-s", 600.0)),
         expire_snapshots_every_s=float(batch.get("expire-snapshots-every-s", 3600.0)),
+        sink=sections.get("sink", {}).get("url"),
     )
     master = lake.get("master", "local[2]")
     return JobSettings(

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.catalogs import LocalPostgres, ServiceMissing
+
 pytest.importorskip("pyspark")
 
 
@@ -20,3 +22,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[LocalPostgres]:
+    """A PostgreSQL server of Debian's package on loopback, for the tests that use one (the JDBC catalog,
+    the PostgreSQL sink); a missing package fails them, naming the install step."""
+    try:
+        service = LocalPostgres()
+        with service:
+            yield service
+    except ServiceMissing as missing:
+        pytest.fail(str(missing), pytrace=False)

@@ -24,7 +24,7 @@ import pytest
 from cdclake.schema.policy import SchemaEvolutionError
 from cdclake.sinks.iceberg.catalogs import HIVE_COLUMN_CHECK
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce, write_captured
-from tests.catalogs import POSTGRES_DRIVER, LocalPostgres, RestCatalogServer, ServiceMissing
+from tests.catalogs import POSTGRES_DRIVER, LocalPostgres, RestCatalogServer
 from tests.spark.crashing import run_replicate
 from tests.spark.jobs import Job, lake_differences, replicate
 
@@ -38,16 +38,6 @@ SMALL = {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "f
 def rest_catalog() -> Iterator[RestCatalogServer]:
     with RestCatalogServer() as server:
         yield server
-
-
-@pytest.fixture
-def postgres() -> Iterator[LocalPostgres]:
-    try:
-        service = LocalPostgres()
-        with service:
-            yield service
-    except ServiceMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
 
 
 def _workload(tmp_path: Path) -> tuple[Workload, Stream]:

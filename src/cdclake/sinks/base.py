@@ -30,7 +30,7 @@ inside one; the job then runs the same batch again from the same state. So:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cdclake.model import TableSchema
@@ -42,6 +42,8 @@ from cdclake.types import MySQLType
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from cdclake.spark.progress import JobState
+
 
 @dataclass(frozen=True)
 class Step:
@@ -51,6 +53,24 @@ class Step:
     batch: int
     step: int
     resolved_ts: int | None = None
+
+
+@dataclass
+class TableComparison:
+    """One sink table against the rows it should hold (the demo's and the tests' check)."""
+
+    upstream: str
+    lake_table: str
+    expected_rows: int
+    lake_rows: int = 0
+    missing: int = 0
+    unexpected: int = 0
+    column_differences: list[str] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return not (self.missing or self.unexpected or self.column_differences) and self.lake_rows == self.expected_rows
 
 
 class Sink(Protocol):

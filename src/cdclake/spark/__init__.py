@@ -24,11 +24,32 @@ them with the same engine. The change records' schema is :data:`CHANGE_FIELDS`; 
 record holds is in :mod:`cdclake.spark.changes`.
 """
 
-from cdclake.spark.applier import ChangeApplier
-from cdclake.spark.changes import CHANGE_FIELDS
-from cdclake.spark.records import decode_changes, read_records, table_views
-from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
-from cdclake.spark.session import build_session
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cdclake.spark.applier import ChangeApplier
+    from cdclake.spark.changes import CHANGE_FIELDS
+    from cdclake.spark.records import decode_changes, read_records, table_views
+    from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
+    from cdclake.spark.session import build_session
+
+# Loaded when first asked for, not with the package: the sinks use cdclake.spark.progress and
+# cdclake.spark.changes, and the Replicator uses the sinks, so importing any module of this package must
+# not load the Replicator.
+_EXPORTS = {
+    "CHANGE_FIELDS": "cdclake.spark.changes",
+    "BatchReport": "cdclake.spark.replicate",
+    "ChangeApplier": "cdclake.spark.applier",
+    "ReplicateConfig": "cdclake.spark.replicate",
+    "Replicator": "cdclake.spark.replicate",
+    "build_session": "cdclake.spark.session",
+    "decode_changes": "cdclake.spark.records",
+    "read_records": "cdclake.spark.records",
+    "table_views": "cdclake.spark.records",
+}
 
 __all__ = [
     "CHANGE_FIELDS",
@@ -41,3 +62,9 @@ __all__ = [
     "read_records",
     "table_views",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'cdclake.spark' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

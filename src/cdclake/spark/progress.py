@@ -42,10 +42,12 @@ import orjson
 from cdclake.eventjson import schema_from_json, schema_to_json
 from cdclake.model import Origin, RawMessage, TableSchema
 from cdclake.sources.ranges import OffsetRange
-from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, CarriedMessage
+from cdclake.spark.changes import CHANGE_FIELDS, CarriedMessage
 
-STATE_DDL = f"`state` string, `batch` bigint, `end_offset` bigint, {CHANGE_DDL}"
-STATE_NAMES = ("state", "batch", "end_offset", *CHANGE_NAMES)
+# (name, Spark SQL type) of a state row: a change record and what the row is.
+STATE_FIELDS = (("state", "string"), ("batch", "bigint"), ("end_offset", "bigint"), *CHANGE_FIELDS)
+STATE_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in STATE_FIELDS)
+STATE_NAMES = tuple(name for name, _ in STATE_FIELDS)
 
 
 @dataclass

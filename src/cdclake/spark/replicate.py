@@ -46,6 +46,8 @@ from cdclake.schema.ddl.changes import (
     schema_after,
 )
 from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
+from cdclake.sinks import check_url as check_sink_url
+from cdclake.sinks import open_sink
 from cdclake.sinks.base import Sink, Step
 from cdclake.sinks.iceberg.sink import IcebergSink
 from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, Source, plan_ranges
@@ -84,6 +86,8 @@ class ReplicateConfig:
     ``target_namespace`` (``{database}`` stands for the upstream database) under their own name.
     ``unresolved_tail`` says what ``--once`` does with changes above the resolved ts once the source
     has nothing more: ``keep`` them for a later run (transactionally consistent), or ``apply`` them.
+    ``sink`` is a database's URL (:data:`cdclake.sinks.SINKS`), where the tables and the job's own go
+    instead of Iceberg tables of ``catalog``; ``namespace`` is then the database schema of the job's own.
     """
 
     format: str
@@ -102,10 +106,13 @@ class ReplicateConfig:
     parallel_tables: int = 4
     schema_wait_s: float = 600.0
     expire_snapshots_every_s: float = 3600.0
+    sink: str | None = None
 
     def __post_init__(self) -> None:
         # A wrong format or option name is refused here, before a session or a table is touched.
         get_codec(self.format).resolve(self.format_options)
+        if self.sink is not None:
+            check_sink_url(self.sink)
         if self.unresolved_tail not in TAIL_CHOICES:
             raise OptionError(f"unresolved-tail={self.unresolved_tail!r}: one of {', '.join(TAIL_CHOICES)}")
         if self.on_bad_message not in BAD_MESSAGE_CHOICES:
@@ -153,11 +160,7 @@ class Replicator:
         self.ordering = Ordering(spark, self.watermarks, self.codec.unique_sequences, config.include,
                                  config.exclude, config.schema_wait_s)
         self.planner = TablePlanner(self.ordering)
-        if sink is None:
-            iceberg = IcebergSink(spark, config.catalog, config.namespace, config.write_mode, config.evolution)
-            iceberg.prepare()
-            sink = iceberg
-        self.sink = sink
+        self.sink = sink or _default_sink(spark, config)
         self._paces = PaceTracker()
         self._expired_at = time.monotonic()
 
@@ -519,6 +522,15 @@ class Replicator:
             state.carried[tp] = prune_primes([*old_primes, *facts.carried.get(tp, [])])
 
 
+def _default_sink(spark: SparkSession, config: ReplicateConfig) -> Sink:
+    """The sink ``config.sink`` names, or Iceberg tables of ``config.catalog``; its own tables made."""
+    if config.sink is not None:
+        return open_sink(spark, config.sink, config.namespace)
+    iceberg = IcebergSink(spark, config.catalog, config.namespace, config.write_mode, config.evolution)
+    iceberg.prepare()
+    return iceberg
+
+
 def _planned_by(state: JobState) -> str:
     if state.plan_stream is None:
         return "planned by cdclake replicate"
@@ -569,10 +581,10 @@ def _not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[Sche
 
 
 def status(spark: SparkSession, catalog: str = "lake", namespace: str = "cdclake",
-           source: Source | None = None) -> dict[str, Any]:
+           source: Source | None = None, sink_url: str | None = None) -> dict[str, Any]:
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and
-    (with ``source``) the lag."""
-    sink = IcebergSink(spark, catalog, namespace)
+    (with ``source``) the lag. ``sink_url`` names the job's sink if not Iceberg tables of ``catalog``."""
+    sink = open_sink(spark, sink_url, namespace) if sink_url is not None else IcebergSink(spark, catalog, namespace)
     state, _ = sink.load_state()
     extents = source.extents() if source is not None else {}
     tables = [{"upstream": f"{database}.{table}", "lake_table": known.lake_table, "applied_ts": known.applied_ts,

@@ -9,32 +9,16 @@ round, is reported as such.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdclake.model import TableSchema
 from cdclake.schema.lake import lake_cast, lake_text_function, lake_type, quote
+from cdclake.sinks.base import TableComparison
 from cdclake.sinks.iceberg.tables import table_exists
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-@dataclass
-class TableComparison:
-    upstream: str
-    lake_table: str
-    expected_rows: int
-    lake_rows: int = 0
-    missing: int = 0
-    unexpected: int = 0
-    column_differences: list[str] = field(default_factory=list)
-    examples: list[str] = field(default_factory=list)
-
-    @property
-    def equal(self) -> bool:
-        return not (self.missing or self.unexpected or self.column_differences) and self.lake_rows == self.expected_rows
 
 
 def expected_frame(spark: SparkSession, schema: TableSchema, rows: Iterable[Mapping[str, Any]],

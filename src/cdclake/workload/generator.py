@@ -77,6 +77,9 @@ class WorkloadSpec:
     null_ratio: float = 0.1
     edge_ratio: float = 0.1
     """Chance that a nullable column is NULL, and that a value is one of its type's edge values."""
+    text_nul: bool = True
+    """Whether strings may hold the NUL character, as MySQL's may: False for a target that cannot hold
+    it (PostgreSQL's text)."""
     start: dt.datetime = dt.datetime(2024, 5, 1, 9, 0, tzinfo=dt.UTC)
     max_gap_ms: int = 20
     """Commits are 1 to this many milliseconds apart."""
@@ -195,7 +198,8 @@ class _LiveTable:
         self.schema = schema
         self.types = {c.name: c.type for c in schema.columns}
         self.key_columns = schema.key_columns
-        self.makers: dict[str, ValueMaker] = {c.name: value_maker(c.type, self.spec.edge_ratio) for c in schema.columns}
+        self.makers: dict[str, ValueMaker] = {c.name: value_maker(c.type, self.spec.edge_ratio, self.spec.text_nul)
+                                              for c in schema.columns}
         self.nullable = {c.name for c in schema.columns if c.nullable}
         fixed = set(self.key_columns) | set(self.keys.columns)
         self.changeable = [c.name for c in schema.columns if c.name not in fixed]

@@ -82,10 +82,12 @@ _USUAL_FIRST = dt.date(1950, 1, 1).toordinal()
 _USUAL_DAYS = dt.date(2049, 12, 31).toordinal() - _USUAL_FIRST + 1
 
 
-def value_maker(mtype: MySQLType, edge_ratio: float) -> ValueMaker:
+def value_maker(mtype: MySQLType, edge_ratio: float, text_nul: bool = True) -> ValueMaker:
     """A function drawing one non-NULL value of ``mtype``: an edge with probability ``edge_ratio``,
-    else an ordinary value."""
+    else an ordinary value; without ``text_nul``, no string holding the NUL character."""
     edges, usual = _makers(mtype)
+    if not text_nul:
+        edges = [edge for edge in edges if not (isinstance(edge, str) and "\0" in edge)]
     if not edges:
         return usual
 

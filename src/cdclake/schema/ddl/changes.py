@@ -7,10 +7,14 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from cdclake.errors import TypeParseError
 from cdclake.model import ColumnSchema, IndexSchema, TableSchema
+from cdclake.types import Family, MySQLType, value_from_text
 
 # --- the changes ----------------------------------------------------------------------------------------
 
@@ -59,6 +63,24 @@ class AddColumn:
     after: str | None = None
     first: bool = False
     fill: str | None = None
+
+
+def fill_value(mtype: MySQLType, fill: str) -> Any:
+    """The value of :attr:`AddColumn.fill`, MySQL text, in a column of ``mtype`` (as :mod:`cdclake.types`
+    describes values); None where the text is no value of the type (an expression), or one a sink cannot
+    know: a TIMESTAMP literal is in the DDL session's time zone, which the stream does not carry."""
+    family = mtype.family
+    if family is Family.TIMESTAMP or family is Family.GEOMETRY:
+        return None
+    if family is Family.BINARY:
+        data = fill.encode("utf-8")
+        return data.ljust(mtype.length or 0, b"\0") if mtype.name == "binary" else data
+    if family in (Family.ENUM, Family.SET) and mtype.elements is not None:
+        return fill  # member names, as the lake column holds them
+    try:
+        return value_from_text(mtype, fill, dt.UTC)
+    except TypeParseError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,14 +32,12 @@ name need nothing.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from cdclake.errors import TypeParseError
 from cdclake.model import ColumnSchema, TableSchema
+from cdclake.schema import rows
 from cdclake.schema.ddl.changes import (
     AddColumn,
     CreateTable,
@@ -51,11 +49,12 @@ from cdclake.schema.ddl.changes import (
     RenameTable,
     SchemaChange,
     TruncateTable,
+    fill_value,
     schema_after,
 )
 from cdclake.schema.lake import lake_cast, lake_text, lake_type, quote
 from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
-from cdclake.types import Family, MySQLType, value_from_text
+from cdclake.types import MySQLType
 
 __all__ = [
     "AddColumn",
@@ -285,7 +284,7 @@ def _fill_expression(mtype: MySQLType, fill: str | None) -> str | None:
     no value of the type (an expression), or one the lake cannot know (see "Rows already there")."""
     if fill is None:
         return None
-    value = _fill_value(mtype, fill)
+    value = fill_value(mtype, fill)
     text = None if value is None else lake_text(mtype, value)
     if text is None:
         return None
@@ -293,59 +292,19 @@ def _fill_expression(mtype: MySQLType, fill: str | None) -> str | None:
     return lake_cast(f"CAST(X'{text.encode('utf-8').hex()}' AS STRING)", mtype)
 
 
-def _fill_value(mtype: MySQLType, fill: str) -> Any:
-    family = mtype.family
-    if family is Family.TIMESTAMP or family is Family.GEOMETRY:
-        return None
-    if family is Family.BINARY:
-        data = fill.encode("utf-8")
-        return data.ljust(mtype.length or 0, b"\0") if mtype.name == "binary" else data
-    if family in (Family.ENUM, Family.SET) and mtype.elements is not None:
-        return fill  # member names, as the lake column holds them
-    try:
-        return value_from_text(mtype, fill, dt.UTC)
-    except TypeParseError:
-        return None
-
 
 # --- row messages ---------------------------------------------------------------------------------------
 
 
 def changes_seen_in_rows(schema: TableSchema, types: Mapping[str, MySQLType]) -> list[SchemaChange]:
-    """The changes a row message's column ``types`` show against the table's known ``schema``: an
-    :class:`AddColumn` for a column the schema lacks, a :class:`ModifyColumn` where the row's type
-    contradicts the known one.
-
-    A type that only says less does not contradict: TiCDC's Canal-JSON and Open Protocol write bare types
-    (``decimal`` for decimal(10,2), ``bit`` for bit(10), ``enum`` without its members), whose lake types
-    differ from the known column's although the column did not change. Nor does a type the lake column
-    already widens (an ``int`` row into a column now ``bigint``): a row written before the column was
-    widened, whose values the column holds as they are.
-    """
-    changes: list[SchemaChange] = []
-    known = {c.name.lower(): c for c in schema.columns}
-    for name, seen in types.items():
-        column = known.get(name.lower())
-        if column is None:
-            changes.append(AddColumn(ColumnSchema(name, seen)))
-        elif _contradicts(seen, column.type):
-            changes.append(ModifyColumn(ColumnSchema(column.name, seen, column.nullable, column.default,
-                                                     column.charset, column.collation)))
-    return changes
+    """:func:`cdclake.schema.rows.changes_seen_in_rows` for an Iceberg table: a row's type is the known
+    column's if their lake types are the same, or the known one widens the row's."""
+    return rows.changes_seen_in_rows(schema, types, _holds)
 
 
-def _contradicts(seen: MySQLType, known: MySQLType) -> bool:
+def _holds(seen: MySQLType, known: MySQLType) -> bool:
     seen_lake, known_lake = lake_type(seen), lake_type(known)
-    if seen_lake == known_lake or _widens(seen_lake, known_lake):
-        return False
-    says_less = (
-        seen.name == known.name
-        and (not seen.unsigned or known.unsigned)
-        and seen.length in (None, known.length)
-        and seen.decimals in (None, known.decimals)
-        and seen.elements in (None, known.elements)
-    )
-    return not says_less
+    return seen_lake == known_lake or _widens(seen_lake, known_lake)
 
 
 # --- Spark SQL --------------------------------------------------------------------------------------------

@@ -1,0 +1,255 @@
+"""The PostgreSQL sink: one table per upstream table in a PostgreSQL database, each batch applied in one
+database transaction together with the job's progress.
+
+**One transaction per batch.** The executors copy a batch's rows (each segment's net changes, the
+changelog, the dead letters, the pending changes) into unlogged staging tables with ``COPY``, in
+parallel, while the pipeline plans; nothing a reader sees changes. The pipeline's table calls (create,
+evolve, merge, truncate, rename, drop) are kept, in order, as statements. :meth:`PostgresSink.commit`
+runs them all in one transaction with the new state (``<namespace>.cdclake_state``) and drops the
+staging tables: PostgreSQL's DDL is transactional, so a crash anywhere leaves the database as the
+previous batch left it, and the batch runs again from its recorded plan. That is stronger than the
+:class:`~cdclake.sinks.base.Sink` protocol asks: :meth:`PostgresSink.last_step` is always (0, 0), as no
+step of an unfinished batch is ever stored.
+
+Staging tables a crash left behind are dropped when the state is next loaded. The job's own tables
+live in the schema ``namespace`` (``cdclake`` by default): ``cdclake_state``, ``cdclake_changelog``,
+``cdclake_dead_letters``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cdclake.errors import CdclakeError
+from cdclake.model import TableSchema
+from cdclake.schema.ddl.changes import SchemaChange
+from cdclake.schema.rows import changes_seen_in_rows
+from cdclake.sinks.base import Step
+from cdclake.sinks.postgres import statements
+from cdclake.sinks.postgres.connection import PostgresAddress
+from cdclake.sinks.postgres.statements import ident
+from cdclake.sinks.postgres.types import holds
+from cdclake.sources.ranges import OffsetRange
+from cdclake.spark.changes import CHANGE_DDL, CHANGE_FIELDS, CHANGE_NAMES
+from cdclake.spark.progress import STATE_FIELDS, STATE_NAMES, JobState, plan_rows, small_rows, state_from_rows
+from cdclake.types import MySQLType
+
+if TYPE_CHECKING:
+    import psycopg
+    from pyspark.sql import DataFrame, SparkSession
+
+_PG_TYPE_OF_SPARK = {"string": "text", "int": "integer", "bigint": "bigint", "binary": "bytea"}
+CHANGELOG_FIELDS = (
+    ("database", "string"), ("table", "string"), ("op", "string"), ("commit_ts", "bigint"), ("before", "string"),
+    ("after", "string"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("index", "int"),
+)
+DEAD_LETTER_FIELDS = (
+    ("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("timestamp_ms", "bigint"),
+    ("raw_key", "binary"), ("raw_value", "binary"), ("reason", "string"),
+)
+NET_FIELDS = (("_key", "string"), ("_op", "string"), ("_image", "string"))
+STAGE_PREFIX = "cdclake_stage_"
+_QUOTED_PAIR = re.compile(r'"((?:[^"]|"")*)"\."((?:[^"]|"")*)"')
+
+
+class SinkError(CdclakeError):
+    """A batch PostgreSQL cannot take: nothing of it was applied."""
+
+
+class PostgresSink:
+    """Tables in the database at ``address``; the job's own in the schema ``namespace``."""
+
+    def __init__(self, spark: SparkSession, address: PostgresAddress, namespace: str = "cdclake") -> None:
+        self.spark, self.address, self.namespace = spark, address, namespace
+        self._statements: list[str] = []  # the batch's table statements, in the order they were asked
+        self._stages: list[str] = []
+        self._lock = threading.Lock()
+
+    def _job_table(self, name: str) -> str:
+        return f"{ident(self.namespace)}.{ident('cdclake_' + name)}"
+
+    def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
+        import psycopg
+
+        return psycopg.connect(self.address.conninfo, autocommit=autocommit)
+
+    def prepare(self) -> None:
+        """The job's schema and own tables, where they do not exist yet."""
+        tables = (("state", STATE_FIELDS), ("changelog", (*CHANGELOG_FIELDS, ("batch", "bigint"))),
+                  ("dead_letters", (*DEAD_LETTER_FIELDS, ("batch", "bigint"))))
+        with self._connect() as connection:
+            connection.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(self.namespace)}")
+            for name, fields in tables:
+                connection.execute(f"CREATE TABLE IF NOT EXISTS {self._job_table(name)} ({_columns(fields)})")
+
+    # --- progress ----------------------------------------------------------------------------------------
+
+    def load_state(self) -> tuple[JobState, DataFrame]:
+        from psycopg.rows import dict_row
+
+        self._statements, self._stages = [], []
+        with self._connect() as connection:
+            self._drop_stale_stages(connection)
+            cursor = connection.cursor(row_factory=dict_row)
+            table = self._job_table("state")
+            small = cursor.execute(f"SELECT * FROM {table} WHERE state <> 'pending'").fetchall()
+            names = ", ".join(ident(name) for name in CHANGE_NAMES)
+            pending = connection.execute(f"SELECT {names} FROM {table} WHERE state = 'pending'").fetchall()
+        return state_from_rows(small), self.spark.createDataFrame(pending, CHANGE_DDL)
+
+    def _drop_stale_stages(self, connection: psycopg.Connection[Any]) -> None:
+        """Staging tables of a batch a crash interrupted: the batch runs again with new ones."""
+        found = connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+                                   (self.namespace, STAGE_PREFIX + "%")).fetchall()
+        for (name,) in found:
+            connection.execute(f"DROP TABLE IF EXISTS {ident(self.namespace)}.{ident(name)}")
+
+    def record_plan(self, ranges: Sequence[OffsetRange], batch: int, stream: tuple[str, int] | None) -> None:
+        with self._connect() as connection, connection.cursor() as cursor:
+            _copy_rows(cursor, self._job_table("state"), STATE_NAMES, plan_rows(ranges, batch, stream))
+
+    def commit(self, state: JobState, batch: int, pending: DataFrame | None) -> None:
+        """Every statement of the batch, the new state and the staging tables' end, in one transaction."""
+        stage = None if pending is None else self._stage(pending, CHANGE_FIELDS)
+        table = self._job_table("state")
+        with self._connect(autocommit=False) as connection, connection.cursor() as cursor:
+            for statement in self._statements:
+                cursor.execute(statement)
+            cursor.execute(f"DELETE FROM {table}")
+            _copy_rows(cursor, table, STATE_NAMES, small_rows(state, batch, with_plan=False))
+            if stage is not None:
+                names = ", ".join(ident(name) for name in CHANGE_NAMES)
+                cursor.execute(f"INSERT INTO {table} (state, batch, {names}) SELECT 'pending', {int(batch)}, {names} "
+                               f"FROM {stage}")
+            for staged in self._stages:
+                cursor.execute(f"DROP TABLE {staged}")
+        self._statements, self._stages = [], []
+
+    # --- tables ------------------------------------------------------------------------------------------
+
+    def target(self, namespace: str, table: str) -> str:
+        return f"{ident(namespace)}.{ident(table)}"
+
+    def create_table(self, target: str, schema: TableSchema) -> None:
+        namespace, _ = _split(target)
+        self._add([f"CREATE SCHEMA IF NOT EXISTS {ident(namespace)}", *statements.create_table(target, schema)])
+
+    def changes_in_rows(self, schema: TableSchema, types: Mapping[str, MySQLType]) -> list[SchemaChange]:
+        return changes_seen_in_rows(schema, types, holds)
+
+    def evolve_table(self, target: str, schema: TableSchema, changes: Sequence[SchemaChange]) -> None:
+        self._add(statements.alter(target, schema, changes))
+
+    def last_step(self, target: str) -> tuple[int, int]:
+        return (0, 0)  # a batch's steps are stored only with its state: see the module's docstring
+
+    def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
+                      whole_images: bool, maybe_empty: bool) -> None:
+        stage = self._stage(net.select(*(name for name, _ in NET_FIELDS)), NET_FIELDS, jsonb="_image")
+        self._add(statements.merge(target, stage, schema, whole_images))
+
+    def truncate_table(self, target: str, step: Step) -> None:
+        self._add([f"TRUNCATE {target}"])
+
+    def rename_table(self, target: str, new_target: str) -> None:
+        (old_namespace, old_name), (namespace, name) = _split(target), _split(new_target)
+        moves = [f"CREATE SCHEMA IF NOT EXISTS {ident(namespace)}"]
+        if namespace != old_namespace:
+            moves.append(f"ALTER TABLE {target} SET SCHEMA {ident(namespace)}")
+        if name != old_name:
+            moves.append(f"ALTER TABLE {ident(namespace)}.{ident(old_name)} RENAME TO {ident(name)}")
+        self._add(moves)
+
+    def drop_table(self, target: str) -> None:
+        self._add([f"DROP TABLE IF EXISTS {target}"])
+
+    def _add(self, batch_statements: Iterable[str]) -> None:
+        with self._lock:
+            self._statements.extend(batch_statements)
+
+    # --- the job's own tables ----------------------------------------------------------------------------
+
+    def append_changelog(self, changes: DataFrame, batch: int, recovering: bool) -> None:
+        rows = changes.filter("kind = 'row'").select(*(name for name, _ in CHANGELOG_FIELDS))
+        self._append_staged("changelog", rows, CHANGELOG_FIELDS, batch)
+
+    def append_dead_letters(self, errors: DataFrame, batch: int, recovering: bool) -> None:
+        self._append_staged("dead_letters", errors.select(*(name for name, _ in DEAD_LETTER_FIELDS)),
+                            DEAD_LETTER_FIELDS, batch)
+
+    def _append_staged(self, name: str, rows: DataFrame, fields: Sequence[tuple[str, str]], batch: int) -> None:
+        stage = self._stage(rows, fields)
+        names = ", ".join(ident(field) for field, _ in fields)
+        self._add([f"INSERT INTO {self._job_table(name)} ({names}, batch) SELECT {names}, {int(batch)} FROM {stage}"])
+
+    def maintain(self, targets: Sequence[str]) -> None:
+        """Nothing to do: PostgreSQL's autovacuum keeps the tables, and the state is one table of rows."""
+
+    def table_status(self, target: str) -> dict[str, Any]:
+        with self._connect() as connection:
+            (rows,) = connection.execute(f"SELECT count(*) FROM {target}").fetchone() or (0,)
+        return {"rows": rows, "last_commit": None}
+
+    # --- staging -----------------------------------------------------------------------------------------
+
+    def _stage(self, frame: DataFrame, fields: Sequence[tuple[str, str]], jsonb: str | None = None) -> str:
+        """``frame`` copied by the executors into a new unlogged table (committed: no reader looks there);
+        ``jsonb`` a column of JSON text kept as jsonb."""
+        stage = f"{ident(self.namespace)}.{ident(STAGE_PREFIX + uuid.uuid4().hex)}"
+        types = {name: "jsonb" if name == jsonb else _PG_TYPE_OF_SPARK[spark_type] for name, spark_type in fields}
+        with self._connect() as connection:
+            columns = ", ".join(f"{ident(name)} {pg}" for name, pg in types.items())
+            connection.execute(f"CREATE UNLOGGED TABLE {stage} ({columns})")
+        with self._lock:
+            self._stages.append(stage)
+        copy_frame(frame, self.address.conninfo, stage, [name for name, _ in fields])
+        return stage
+
+
+def copy_frame(frame: DataFrame, conninfo: str, table: str, names: Sequence[str]) -> int:
+    """``frame``'s rows copied into ``table`` by the executors, each task with a ``COPY`` of its own; the
+    count of rows copied."""
+    from pyspark.sql import functions as F
+
+    def copy(batches: Iterable[Any]) -> Iterator[Any]:
+        import psycopg
+        import pyarrow as pa
+
+        with psycopg.connect(conninfo, autocommit=True) as connection, connection.cursor() as cursor:
+            try:
+                copied = _copy_rows(cursor, table, names, (row for batch in batches for row in _tuples(batch)))
+            except psycopg.errors.UntranslatableCharacter as error:
+                raise SinkError(f"a text value holds the NUL character, which PostgreSQL's text cannot hold "
+                                f"(docs/sinks.md): {error}") from None
+        yield pa.RecordBatch.from_pydict({"copied": [copied]})
+
+    total = frame.mapInArrow(copy, "copied long").agg(F.sum("copied")).collect()[0][0]
+    return int(total or 0)
+
+
+def _tuples(batch: Any) -> Iterator[tuple[Any, ...]]:
+    return zip(*(column.to_pylist() for column in batch.columns), strict=True)
+
+
+def _copy_rows(cursor: psycopg.Cursor[Any], table: str, names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    count = 0
+    with cursor.copy(f"COPY {table} ({', '.join(ident(n) for n in names)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+def _columns(fields: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{ident(name)} {_PG_TYPE_OF_SPARK[spark_type]}" for name, spark_type in fields)
+
+
+def _split(target: str) -> tuple[str, str]:
+    """The schema and table names of a target :meth:`PostgresSink.target` made."""
+    found = _QUOTED_PAIR.fullmatch(target)
+    assert found is not None, f"not a sink table name: {target}"
+    return found[1].replace('""', '"'), found[2].replace('""', '"')

@@ -1,0 +1,112 @@
+"""The PostgreSQL sink (cdclake.sinks.postgres) on a PostgreSQL server of Debian's package, started on
+loopback for these tests: a replicated workload equals the upstream table for table, each batch lands
+in one transaction with the job's progress, and the values PostgreSQL can hold exactly are exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from cdclake.sinks.postgres.connection import parse
+from cdclake.sinks.postgres.verify import compare_tables
+from cdclake.sources.captured import CapturedTopics
+from cdclake.spark.replicate import Replicator
+from cdclake.workload import Workload, WorkloadSpec, produce, write_captured
+from tests.catalogs import LocalPostgres
+from tests.spark.jobs import Job
+
+OPTIONS = {"enable-tidb-extension": True}
+
+
+def _url(postgres: LocalPostgres) -> str:
+    return f"{postgres.jdbc_url}?user={postgres.user}"
+
+
+def _differences(postgres: LocalPostgres, job: Job, tables: Any) -> list[Any]:
+    assert tables, "no upstream tables to compare with"
+    compared = compare_tables(parse(_url(postgres)), tables,
+                              lambda database, table: f'"{job.prefix}_{database}"."{table}"')
+    return [(c.upstream, c.missing, c.unexpected, c.column_differences, c.examples) for c in compared if not c.equal]
+
+
+def _replicate(spark: Any, postgres: LocalPostgres, tmp_path: Path, prefix: str, format_name: str,
+               options: dict[str, Any], spec: WorkloadSpec) -> tuple[Workload, Any, Job, list[Any]]:
+    workload = Workload(spec)
+    stream = produce(workload, format_name, options, duplicates=2)
+    write_captured(stream, tmp_path / "stream", stream.topic)
+    job = Job(prefix, format_name, options, max_records=len(stream) // 3 + 1)
+    reports = Replicator(spark, CapturedTopics(tmp_path / "stream"), job.config(sink=_url(postgres))).run(once=True)
+    return workload, stream, job, reports
+
+
+@pytest.mark.parametrize(("format_name", "options"), [("canal-json", OPTIONS), ("dataworks", {})])
+def test_a_replicated_workload_equals_the_upstream_in_postgresql(spark: Any, postgres: LocalPostgres, tmp_path: Path,
+                                                                 format_name: str, options: dict[str, Any]) -> None:
+    # DDLs of every kind the simulator makes (ADD/DROP/RENAME/MODIFY COLUMN, TRUNCATE, RENAME TABLE), in
+    # three batches, each delivered twice.
+    prefix = f"to_pg_{format_name.replace('-', '_')}"
+    workload, stream, job, reports = _replicate(spark, postgres, tmp_path, prefix, format_name, options,
+                                                WorkloadSpec(seed=23, transactions=30, rename_table=True,
+                                                             text_nul=False))
+    assert len(reports) >= 3
+    expected = workload.oracle().carried(format_name, stream.codec_options).tables
+    assert _differences(postgres, job, expected) == []
+    with psycopg.connect(parse(_url(postgres)).conninfo) as connection:
+        # The progress, the changelog, and no staging table left behind.
+        states = connection.execute(f'SELECT DISTINCT batch FROM "{job.namespace}".cdclake_state '
+                                    "WHERE state = 'position'").fetchall()
+        assert states == [(len(reports),)]
+        (logged,) = connection.execute(f'SELECT count(*) FROM "{job.namespace}".cdclake_changelog').fetchone()
+        assert logged == sum(report.changes_applied for report in reports)
+        stages = connection.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'cdclake_stage_%'").fetchone()
+        assert stages == (0,)
+
+
+def test_a_batch_that_fails_leaves_the_database_as_the_batch_before_left_it(spark: Any, postgres: LocalPostgres,
+                                                                          tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from cdclake.sinks.postgres import sink as sink_module
+
+    workload = Workload(WorkloadSpec(seed=5, transactions=12, text_nul=False))
+    stream = produce(workload, "canal-json", OPTIONS, duplicates=0)
+    write_captured(stream, tmp_path / "stream", stream.topic)
+    job = Job("to_pg_atomic", "canal-json", OPTIONS, max_records=len(stream) // 2 + 1)
+    config = job.config(sink=_url(postgres))
+    first = Replicator(spark, CapturedTopics(tmp_path / "stream"), config)
+    assert first.step() is not None
+    with psycopg.connect(parse(_url(postgres)).conninfo) as connection:
+        before = _snapshot(connection, job)
+
+    real_copy = sink_module._copy_rows
+
+    def copy_then_fail(cursor: Any, table: str, names: Any, rows: Any) -> int:
+        copied = real_copy(cursor, table, names, rows)
+        if "cdclake_state" in table and cursor.connection.info.transaction_status != 0:
+            raise RuntimeError("killed inside the batch's transaction")
+        return copied
+
+    monkeypatch.setattr(sink_module, "_copy_rows", copy_then_fail)
+    with pytest.raises(RuntimeError, match="killed inside"):
+        Replicator(spark, CapturedTopics(tmp_path / "stream"), config).step()
+    with psycopg.connect(parse(_url(postgres)).conninfo) as connection:
+        assert _snapshot(connection, job) == before
+    monkeypatch.undo()
+    # Run again, the batch (re-planned from its recorded plan) finishes, and the tables are whole.
+    Replicator(spark, CapturedTopics(tmp_path / "stream"), config).run(once=True)
+    assert _differences(postgres, job, workload.oracle().carried("canal-json", stream.codec_options).tables) == []
+
+
+def _snapshot(connection: Any, job: Job) -> dict[str, Any]:
+    """Every table of the job's schemas and what it holds, as text; of the state, all but a recorded plan
+    (which a batch writes, committed, before it reads anything)."""
+    tables = connection.execute("SELECT schemaname, tablename FROM pg_tables WHERE schemaname LIKE %s "
+                                "AND tablename NOT LIKE 'cdclake_stage_%%' ORDER BY 1, 2",
+                                (f"{job.prefix}_%",)).fetchall()
+    held = {}
+    for schema, table in tables:
+        kept = " WHERE state <> 'plan'" if table == "cdclake_state" else ""
+        held[f"{schema}.{table}"] = sorted(map(str, connection.execute(f'SELECT * FROM "{schema}"."{table}"{kept}')))
+    return held
