@@ -132,9 +132,10 @@ def replicate(
     try:
         replicator = Replicator(spark, settings.source, settings.replicate)
         stop = threading.Event()
+        started = time.monotonic()
         with _stopping_on_signals(stop), _LiveDisplay() as display:
             reports = replicator.run(once=once, interval_s=settings.interval_s, stop=stop, on_batch=display.update)
-        _console.print(_summary(reports))
+        typer.echo(run_summary(reports, time.monotonic() - started))
     except CdclakeError as exc:
         _console.print(f"[bold red]error[/]: {exc}")
         raise typer.Exit(1) from None
@@ -196,10 +197,10 @@ def _stopping_on_signals(stop: threading.Event) -> Iterator[None]:
 class _LiveDisplay:
     """A live table of the latest batch: events/s, resolved ts, lag per partition, tables touched."""
 
-    def __init__(self) -> None:
-        self._live = Live(console=_console, refresh_per_second=2, transient=False)
-        self._started = time.monotonic()
-        self._records = 0
+    def __init__(self, console: Console = _console) -> None:
+        self._console = console
+        self._live = Live(console=console, refresh_per_second=2, transient=False)
+        self._shown = False
 
     def __enter__(self) -> _LiveDisplay:
         self._live.__enter__()
@@ -207,9 +208,12 @@ class _LiveDisplay:
 
     def __exit__(self, *exc_info: object) -> None:
         self._live.__exit__(None, None, None)
+        if self._shown and not self._console.is_terminal:
+            # Off a terminal, rich prints the last table once, at the end, without ending its line: what
+            # comes next (the run's summary, when stdout and stderr go to one file) would join it.
+            self._console.line()
 
     def update(self, report: BatchReport) -> None:
-        self._records += report.records
         rate = report.records / report.seconds if report.seconds else 0.0
         head = Table.grid(padding=(0, 2))
         head.add_row(f"batch {report.batch}", f"{report.records} records in {report.seconds:.1f}s ({rate:,.0f}/s)",
@@ -222,17 +226,24 @@ class _LiveDisplay:
         for name, count in sorted(report.tables.items()):
             touched.add_row(name, str(count))
         self._live.update(Group(head, lag, touched))
+        self._shown = True
 
 
-def _summary(reports: list[BatchReport]) -> str:
+def run_summary(reports: list[BatchReport], seconds: float) -> str:
+    """One line for the end of a run: what its batches read, applied and set aside, the tables they
+    touched, how long it took and, after a batch, the resolved ts reached."""
     records = sum(r.records for r in reports)
-    applied = sum(r.changes_applied for r in reports)
-    seconds = sum(r.seconds for r in reports)
-    dead = sum(r.dead_letters for r in reports)
-    resolved = reports[-1].resolved_ts if reports else None
+    tables = {name for r in reports for name in r.tables}
     rate = records / seconds if seconds else 0.0
-    return (f"{len(reports)} batches: {records} records read, {applied} changes applied, {dead} dead letters, "
-            f"{seconds:.1f}s ({rate:,.0f} records/s); resolved ts {resolved}")
+    resolved = f"; resolved ts {reports[-1].resolved_ts}" if reports and reports[-1].resolved_ts is not None else ""
+    return (f"replicated {_counted(len(reports), 'batch', 'batches')}: {_counted(records, 'record')} read, "
+            f"{_counted(sum(r.changes_applied for r in reports), 'change')} applied, "
+            f"{_counted(sum(r.dead_letters for r in reports), 'dead letter')}, "
+            f"{_counted(len(tables), 'table')} in {seconds:.1f} s ({rate:,.0f} records/s){resolved}")
+
+
+def _counted(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 DEMO_MARK = ".cdclake-demo"
@@ -281,9 +292,10 @@ def demo(
         stack.callback(spark.stop)
         config = ReplicateConfig(format_name, stream.codec_options, max_batch_records=max(1000, len(stream) // 3))
         replicator = Replicator(spark, source, config)
+        started = time.monotonic()
         with _LiveDisplay() as display:
             reports = replicator.run(once=True, on_batch=display.update)
-        console.print(_summary(reports))
+        console.print(run_summary(reports, time.monotonic() - started), soft_wrap=True)
         expected = workload.oracle().carried(format_name, stream.codec_options)
         comparisons = compare_tables(spark, expected.tables, lake_name_in(config.catalog))
     _print_comparisons(console, comparisons)
