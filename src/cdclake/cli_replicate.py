@@ -21,8 +21,9 @@ from rich.live import Live
 from rich.table import Table
 
 from cdclake.errors import CdclakeError
+from cdclake.formats import FORMAT_NAMES
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
-from cdclake.spark.replicate import BatchReport, Replicator
+from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, Replicator
 from cdclake.spark.replicate import status as job_status
 from cdclake.spark.session import build_session, new_log_file
 
@@ -53,8 +54,13 @@ def _settings(config: Path | None, overrides: dict[str, dict[str, Any]]) -> JobS
         raise typer.BadParameter(str(exc)) from exc
 
 
-ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE", help="Job settings (TOML).")]
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE",
+                                                   help="Job settings in TOML (the keys: cdclake/jobconfig.py).")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", help="Spark's own log on the terminal, not in a file.")]
+
+FormatOptionsOption = Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
+                                                               help="A format option under its upstream name "
+                                                               "(enable-tidb-extension=true); repeatable.")]
 
 
 def cli_session(master: str | None, verbose: bool, **settings: Any) -> SparkSession:
@@ -76,38 +82,53 @@ CatalogOption = Annotated[str | None, typer.Option("--catalog", metavar="NAME",
 
 def replicate(
     config: ConfigOption = None,
-    captured: Annotated[Path | None, typer.Option("--captured", metavar="DIR", help="Read a captured topic.")] = None,
+    captured: Annotated[Path | None, typer.Option("--captured", metavar="ROOT", help="Read the topics captured "
+                                                  "under ROOT (docs/captured-topics.md), not Kafka.")] = None,
     bootstrap_servers: Annotated[str | None, typer.Option("--bootstrap-servers", "-b", metavar="HOST:PORT",
-                                                          help="Read from Kafka.")] = None,
+                                                          help="Read from the Kafka brokers at HOST:PORT "
+                                                          "(comma-separated).")] = None,
     topic: Annotated[list[str] | None, typer.Option("--topic", "-t", metavar="NAME",
-                                                    help="Topic name; repeatable.")] = None,
+                                                    help="A topic to read; repeatable.")] = None,
     topic_pattern: Annotated[str | None, typer.Option("--topic-pattern", metavar="REGEX",
-                                                      help="Read every topic whose whole name matches.")] = None,
-    kafka_option: Annotated[list[str] | None, typer.Option("--kafka-option", metavar="NAME=VALUE",
-                                                           help="librdkafka setting; repeatable.")] = None,
-    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: open, "
-                                                    "canal-json, simple, simple-avro, dataworks.")] = None,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
-                                                     help="Format option under its upstream name.")] = None,
+                                                      help="Read every topic whose whole name matches REGEX.")] = None,
+    kafka_option: Annotated[list[str] | None, typer.Option("--kafka-option", "-X", metavar="KEY=VALUE",
+                                                           help="A librdkafka setting, such as "
+                                                           "security.protocol=SASL_SSL; repeatable.")] = None,
+    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: "
+                                                    f"{', '.join(FORMAT_NAMES)}.")] = None,
+    option: FormatOptionsOption = None,
     warehouse: WarehouseOption = None,
     catalog: CatalogOption = None,
-    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4].")] = None,
-    include: Annotated[str | None, typer.Option("--include", metavar="REGEX", help="database.table to keep.")] = None,
-    exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="database.table to skip.")] = None,
-    max_records: Annotated[int | None, typer.Option("--max-records", metavar="N",
-                                                    help="Records per batch, at most.")] = None,
+    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] "
+                                               "(default: local[2]).")] = None,
+    include: Annotated[str | None, typer.Option("--include", metavar="REGEX", help="Replicate only the tables "
+                                                "whose database.table matches REGEX.")] = None,
+    exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="Leave out the tables whose "
+                                                "database.table matches REGEX (it wins over --include).")] = None,
+    max_records: Annotated[int | None, typer.Option("--max-records", metavar="N", help="Records per batch, at "
+                                                    f"most (default: {DEFAULT_MAX_BATCH_RECORDS}).")] = None,
     interval: Annotated[float | None, typer.Option("--interval", metavar="SECONDS",
-                                                   help="Seconds between polls when idle.")] = None,
+                                                   help="Seconds between polls when caught up (default: 5).")] = None,
     unresolved_tail: Annotated[str | None, typer.Option("--unresolved-tail", metavar="keep|apply",
                                                         help="With --once, changes above the resolved ts once "
-                                                        "caught up: keep them for a later run, or apply them.")] = None,
+                                                        "caught up: keep them for a later run (the default), or "
+                                                        "apply them.")] = None,
     on_bad_message: Annotated[str | None, typer.Option("--on-bad-message", metavar="dead-letter|fail",
                                                        help="An undecodable message goes to the dead-letter "
-                                                       "table, or stops the job before its batch commits.")] = None,
-    once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit.")] = False,
+                                                       "table (the default), or stops the job before its batch "
+                                                       "commits.")] = None,
+    once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit; without it, run until "
+                                       "SIGINT or SIGTERM.")] = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Keep Iceberg tables in step with a TiCDC or DataWorks stream."""
+    """Keep Iceberg tables in step with a TiCDC or DataWorks stream.
+
+    Settings come from --config FILE and the options, an option winning over the file. Each batch is
+    shown as it commits (on standard error); at the end, standard output gets one line: batches, records
+    read, changes applied, dead letters, tables touched and seconds. A signal stops the job after the
+    batch under way commits. Exit status: 0 when the job stops as asked (caught up with --once, or on a
+    signal), 1 on an error, 2 for a wrong command line or settings.
+    """
     kafka = _pairs(kafka_option, "'--kafka-option'")
     if bootstrap_servers is not None:
         kafka["bootstrap.servers"] = bootstrap_servers
@@ -251,15 +272,15 @@ DEMO_MARK = ".cdclake-demo"
 
 def demo(
     format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
-                                             help="open, canal-json, simple, simple-avro, dataworks.")] = "canal-json",
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
-                                                     help="Format option under its upstream name.")] = None,
+                                             help=f"Wire format: {', '.join(FORMAT_NAMES)}.")] = "canal-json",
+    option: FormatOptionsOption = None,
     directory: Annotated[Path, typer.Option("--dir", metavar="DIR", help="Where the stream and the warehouse "
                                             "go: a new or empty directory, or an earlier demo's (replaced).")]
     = Path("cdclake-demo"),
-    transactions: Annotated[int, typer.Option("--transactions", help="Upstream transactions to simulate.")] = 300,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated upstream.")] = 7,
-    master: Annotated[str, typer.Option("--master", help="Spark master, e.g. local[4].")] = "local[2]",
+    transactions: Annotated[int, typer.Option("--transactions", metavar="N",
+                                              help="Upstream transactions to simulate.")] = 300,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the simulated upstream.")] = 7,
+    master: Annotated[str, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4].")] = "local[2]",
     kafka: Annotated[bool, typer.Option("--kafka", help="Stream through a Kafka broker started for the demo "
                                         "(Apache Kafka from Maven Central, on 127.0.0.1), not through files.")]
     = False,
