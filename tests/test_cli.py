@@ -96,6 +96,12 @@ def test_the_installed_console_script_decodes_a_sample() -> None:
     assert len(events) == len(make_samples.events_for("canal-json", make_samples.story()))
 
 
+def test_python_dash_m_cdclake_is_the_command() -> None:
+    result = subprocess.run([sys.executable, "-m", "cdclake", "decode", "--help"], capture_output=True, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.startswith(b"Usage: python -m cdclake decode [OPTIONS] [FILE]...")
+
+
 def _sample_lines(format_name: str) -> list[bytes]:
     return samples.lines_file(format_name).read_bytes().splitlines()
 

@@ -4,6 +4,7 @@ tests/spark/test_transcode.py)."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,10 @@ def test_produce_writes_the_workload_stream_to_a_captured_topic(tmp_path: Path) 
                        partitions=3, duplicates=1, topic="orders")
     for partition, messages in expected.partitions.items():
         assert [m.value for m in read_partition(tmp_path, "orders", partition)] == [m.value for m in messages]
+    (said,) = result.stderr.splitlines()  # one line, however long, off a terminal too
+    sent = sum(map(len, expected.partitions.values()))
+    assert re.fullmatch(rf"{sent} messages to {re.escape(str(tmp_path / 'orders'))} in [0-9.]+s \([0-9,]+/s\); "
+                        r"[0-9]+ watermark rounds, [1-9][0-9]* messages re-sent", said), said
 
 
 def test_workload_settings_are_read_as_their_fields_types() -> None:

@@ -85,7 +85,7 @@ OptionsOption = Annotated[
         "--option",
         "-o",
         metavar="NAME=VALUE",
-        help="A producer option under its upstream name (enable-tidb-extension=true); repeatable.",
+        help="A format option under its upstream name (enable-tidb-extension=true); repeatable.",
     ),
 ]
 TzOption = Annotated[

@@ -28,7 +28,8 @@ from cdclake.transcode.state import Progress
 from cdclake.workload import Workload, WorkloadSpec, produce_to_kafka, write_captured
 from cdclake.workload.producer import ProducerSpec, Production
 
-_console = Console(stderr=True, highlight=False)
+# Each print is one line, kept whole off a terminal too, where rich would wrap it at 80 columns.
+_console = Console(stderr=True, highlight=False, soft_wrap=True)
 _FORMATS = ", ".join(FORMAT_NAMES)
 
 KafkaOption = Annotated[list[str] | None, typer.Option("--kafka-option", "-X", metavar="KEY=VALUE",
