@@ -21,6 +21,7 @@ from rich.live import Live
 from rich.table import Table
 
 from cdclake.errors import CdclakeError
+from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
 from cdclake.spark.replicate import BatchReport, Replicator
 from cdclake.spark.replicate import status as job_status
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from cdclake.workload import Stream
 
 _console = Console(stderr=True, highlight=False)
+_FORMATS = ", ".join(FORMAT_NAMES)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -85,8 +87,8 @@ def replicate(
                                                       help="Read every topic whose whole name matches.")] = None,
     kafka_option: Annotated[list[str] | None, typer.Option("--kafka-option", metavar="NAME=VALUE",
                                                            help="librdkafka setting; repeatable.")] = None,
-    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: open, "
-                                                    "canal-json, simple, simple-avro, dataworks.")] = None,
+    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: "
+                                                    f"{_FORMATS}.")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                      help="Format option under its upstream name.")] = None,
     warehouse: WarehouseOption = None,
@@ -240,7 +242,7 @@ DEMO_MARK = ".cdclake-demo"
 
 def demo(
     format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
-                                             help="open, canal-json, simple, simple-avro, dataworks.")] = "canal-json",
+                                             help=f"{_FORMATS}.")] = "canal-json",
     option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                      help="Format option under its upstream name.")] = None,
     directory: Annotated[Path, typer.Option("--dir", metavar="DIR", help="Where the stream and the warehouse "
@@ -263,9 +265,10 @@ def demo(
     from cdclake.spark.verify import compare_tables, lake_name_in
     from cdclake.workload import Workload, WorkloadSpec, produce
 
-    options = _pairs(option, "'--option'")
-    if format_name == "canal-json":
-        options.setdefault("enable-tidb-extension", "true")
+    try:
+        options = {**get_codec(format_name).demo_options, **_pairs(option, "'--option'")}
+    except CdclakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     console = Console(highlight=False)
     _fresh_demo_directory(directory)
     workload = Workload(WorkloadSpec(seed=seed, transactions=transactions, rename_table=True))
