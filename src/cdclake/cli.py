@@ -34,7 +34,6 @@ from cdclake.eventjson import dumps_event, loads_event
 from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.formats.base import Codec
 from cdclake.message_files import (
-    MESSAGE_FILE_FORMATS,
     STDIN,
     STDIN_NAME,
     VALUE_SUFFIX,
@@ -154,7 +153,7 @@ def _check_inputs_exist(paths: Iterable[Path], hint: str) -> None:
 
 def _input_messages(format_name: str, files: list[Path], key_files: list[Path]) -> Iterator[RawMessage]:
     """The messages in the FILE arguments, in order, as the format's layout says to read them."""
-    if format_name not in MESSAGE_FILE_FORMATS:
+    if not get_codec(format_name).binary:
         if key_files:
             raise typer.BadParameter(f"{format_name} messages have no keys to read", param_hint="'--key-file'")
         for path in files:
@@ -246,7 +245,7 @@ def decode(
     streams: list[Iterable[RawMessage]]
     if sample:
         streams = [samples.sample_messages(format_name)]
-        options = samples.OPTIONS.get(format_name, {}) | options
+        options = {**get_codec(format_name).sample_options, **options}
     elif captured is not None:
         streams = _captured_streams(captured, report)
     else:
@@ -355,10 +354,7 @@ def encode(
         report.failure(source, f"{exc.format_name}: {exc.reason}; nothing written")
         report.exit()
     try:
-        if format_name in MESSAGE_FILE_FORMATS:
-            written = write_message_directory(messages, out)
-        else:
-            written = write_lines(messages, out)
+        written = write_message_directory(messages, out) if codec.binary else write_lines(messages, out)
     except (OSError, ValueError) as exc:
         report.failure(out, str(exc))
         report.exit()

@@ -21,7 +21,7 @@ from rich.live import Live
 from rich.table import Table
 
 from cdclake.errors import CdclakeError
-from cdclake.formats import FORMAT_NAMES
+from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
 from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, Replicator
 from cdclake.spark.replicate import status as job_status
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from cdclake.workload import Stream
 
 _console = Console(stderr=True, highlight=False)
+_FORMATS = ", ".join(FORMAT_NAMES)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -95,7 +96,7 @@ def replicate(
                                                            help="A librdkafka setting, such as "
                                                            "security.protocol=SASL_SSL; repeatable.")] = None,
     format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: "
-                                                    f"{', '.join(FORMAT_NAMES)}.")] = None,
+                                                    f"{_FORMATS}.")] = None,
     option: FormatOptionsOption = None,
     warehouse: WarehouseOption = None,
     catalog: CatalogOption = None,
@@ -272,7 +273,7 @@ DEMO_MARK = ".cdclake-demo"
 
 def demo(
     format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
-                                             help=f"Wire format: {', '.join(FORMAT_NAMES)}.")] = "canal-json",
+                                             help=f"Wire format: {_FORMATS}.")] = "canal-json",
     option: FormatOptionsOption = None,
     directory: Annotated[Path, typer.Option("--dir", metavar="DIR", help="Where the stream and the warehouse "
                                             "go: a new or empty directory, or an earlier demo's (replaced).")]
@@ -295,9 +296,10 @@ def demo(
     from cdclake.spark.verify import compare_tables, lake_name_in
     from cdclake.workload import Workload, WorkloadSpec, produce
 
-    options = _pairs(option, "'--option'")
-    if format_name == "canal-json":
-        options.setdefault("enable-tidb-extension", "true")
+    try:
+        options = {**get_codec(format_name).demo_options, **_pairs(option, "'--option'")}
+    except CdclakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     console = Console(highlight=False)
     _fresh_demo_directory(directory)
     workload = Workload(WorkloadSpec(seed=seed, transactions=transactions, rename_table=True))

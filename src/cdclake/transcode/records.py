@@ -34,10 +34,10 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
+from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
 from cdclake.types import MySQLType
-from cdclake.workload.producer import Router
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -41,7 +41,7 @@ from cdclake.workload.values import ValueMaker, below, value_maker
 
 
 class WorkloadError(CdclakeError):
-    """A workload or producer setting that cannot be simulated; says which and why."""
+    """A workload setting that cannot be simulated; says which and why."""
 
 
 def tso(physical_ms: int, logical: int = 0) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 
 from cdclake.errors import OptionError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool, parse_int
+from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
 from cdclake.formats.open_protocol.decoder import OpenDecoder
 from cdclake.formats.open_protocol.encoder import OpenEncoder
@@ -65,6 +66,11 @@ CODEC = Codec(
     options=OPTIONS,
     make_decoder=OpenDecoder,
     make_encoder=OpenEncoder,
+    ddl_to_every_partition=True,
+    batches=True,
+    binary=True,
+    # An ENUM's index and a SET's bitmask: the column's type code says no more than ENUM or SET.
+    value_carrier=carries_member_numbers,
 )
 
 __all__ = ["CODEC", "OPTIONS", "OpenDecoder", "OpenEncoder"]
