@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -27,6 +28,7 @@ from rich.console import Console
 from rich.text import Text
 
 from cdclake import samples
+from cdclake.claimcheck import HandleKeyOnlyError, decoder_for
 from cdclake.cli_replicate import demo, replicate, status
 from cdclake.cli_transcode import produce, transcode
 from cdclake.errors import CdclakeError, DecodeError, EncodeError, OptionError
@@ -257,7 +259,7 @@ def decode(
     count = 0
     pending: dict[Origin | None, PendingRow] = {}
     for stream in streams:
-        decoder = _built(codec.make_decoder, codec, options)
+        decoder = _built(partial(decoder_for, codec), codec, options)
         waiting: dict[Origin | None, PendingRow] = {}  # the Simple protocol's rows still without a schema
         try:
             for message in stream:
@@ -266,6 +268,9 @@ def decode(
                     events = decoder.decode(message)
                 except DecodeError as exc:
                     report.failure(exc.origin or message.origin, f"{exc.format_name}: {exc.reason}")
+                    continue
+                except HandleKeyOnlyError as exc:  # its text names its place
+                    report.failure(None, str(exc))
                     continue
                 _track_waiting(waiting, events)
                 out.write(b"".join(dumps_event(event) + b"\n" for event in events))

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from cdclake.claimcheck import decoder_for, handle_key_only_reason
 from cdclake.errors import DecodeError
 from cdclake.eventjson import event_to_json, schema_to_json
 from cdclake.formats import get_codec
@@ -228,7 +229,7 @@ class PartitionDecoder:
     """
 
     def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter) -> None:
-        self._decoder = get_codec(format_name).decoder(options)
+        self._decoder = decoder_for(get_codec(format_name), options)
         self._writer = writer
         self._waiting: dict[tuple[int | None, int | None], tuple[RawMessage, PendingRow]] = {}
         # The latest messages that gave no event: a decoder holds at most a few (DataWorks: one update half).
@@ -295,10 +296,8 @@ class PartitionDecoder:
                 writer.add("watermark", event.origin, commit_ts=event.ts)
             case Heartbeat():
                 writer.add("heartbeat", event.origin, commit_ts=event.ts_ms)
-            case LargeMessageRef():
-                reason = (f"a {event.kind.value} message of {event.row.database}.{event.row.table}: the full row "
-                          f"is not in the stream ({event.location or 'read it from the upstream'}); not applied")
-                writer.add_error(message, reason)
+            case LargeMessageRef():  # handle-key-only, with on-handle-key-only=dead-letter
+                writer.add_error(message, f"{handle_key_only_reason(event)}; not applied")
             case _:
                 pass  # transaction marks: the commit ts and watermarks already order everything
 

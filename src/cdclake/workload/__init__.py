@@ -14,6 +14,7 @@ docs/workload.md has the whole story::
 """
 
 from cdclake.workload.generator import Commit, Summary, Workload, WorkloadError, WorkloadSpec, physical_ms, tso
+from cdclake.workload.large_messages import shrink_large_messages
 from cdclake.workload.oracle import Oracle, TableState, key_of, value_carrier
 from cdclake.workload.output import produce_to_kafka, write_captured
 from cdclake.workload.producer import ProducerSpec, ResentRange, Stream, messages, produce
@@ -34,6 +35,7 @@ __all__ = [
     "physical_ms",
     "produce",
     "produce_to_kafka",
+    "shrink_large_messages",
     "tso",
     "value_carrier",
     "write_captured",

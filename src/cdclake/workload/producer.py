@@ -51,6 +51,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from cdclake.claimcheck import decoder_for
 from cdclake.eventjson import schema_from_json, schema_to_json
 from cdclake.formats import get_codec
 from cdclake.formats.base import Decoder, Encoder, Option, parse_bool, parse_int
@@ -458,8 +459,9 @@ class Stream:
         return sum(len(messages) for messages in self.partitions.values())
 
     def decoder(self) -> Decoder:
-        """A decoder of this stream's format and options, for one partition."""
-        return get_codec(self.spec.format_name).decoder(self.codec_options)
+        """A decoder of this stream's format and options, for one partition (claim-check references read
+        from the storage the options name)."""
+        return decoder_for(get_codec(self.spec.format_name), self.codec_options)
 
     def starting_at(self, offsets: Mapping[int, int]) -> Stream:
         """The stream as a consumer that joins at ``offsets`` (partition -> first offset read) sees it."""
