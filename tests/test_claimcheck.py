@@ -22,7 +22,7 @@ from cdclake.eventjson import loads_event
 from cdclake.formats import get_codec
 from cdclake.formats.compression import compressor
 from cdclake.model import LargeMessageKind, LargeMessageRef, Op, Origin, RawMessage, RowChange
-from cdclake.spark.changes import RECORD_NAMES, decode_records, record_arrow_schema
+from cdclake.spark.changes import RECORD_NAMES, decode_records, decode_task_error, record_arrow_schema
 from cdclake.transcode.in_process import transcode_messages
 from cdclake.transcode.spec import TranscodeSpec
 from cdclake.workload import ProducerSpec, Stream, Workload, WorkloadSpec, produce, shrink_large_messages
@@ -106,11 +106,19 @@ def test_an_unreadable_file_is_an_error(tmp_path: Path, content: bytes, reason: 
         _decode(orjson.dumps(_docs_reference()), **{"claim-check-storage-uri": str(tmp_path)})
 
 
-def test_a_file_holding_another_table_is_refused(tmp_path: Path) -> None:
-    other = orjson.loads(_whole_message(_docs_reference()))
-    other["table"] = "orders"
-    (tmp_path / "7b1e3c.json").write_bytes(stored_file(None, orjson.dumps(other)))
-    with pytest.raises(DecodeError, match=r"the stored message holds RowChange of test\.orders, not that row"):
+def _watermark() -> dict[str, Any]:
+    return {"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
+            "es": 1, "ts": 1, "sql": "", "sqlType": None, "mysqlType": None, "data": None, "old": None,
+            "_tidb": {"watermarkTs": 429918007904436226}}
+
+
+@pytest.mark.parametrize(("stored", "reason"), [
+    ({**orjson.loads(_whole_message(_docs_reference())), "table": "orders"}, r"a row of test\.orders"),
+    (_watermark(), "a Watermark"),
+], ids=["another table", "no row"])
+def test_a_file_holding_anything_but_the_row_is_refused(tmp_path: Path, stored: dict[str, Any], reason: str) -> None:
+    (tmp_path / "7b1e3c.json").write_bytes(stored_file(None, orjson.dumps(stored)))
+    with pytest.raises(DecodeError, match=rf"the stored message holds {reason}, not that row"):
         _decode(orjson.dumps(_docs_reference()), **{"claim-check-storage-uri": str(tmp_path)})
 
 
@@ -280,3 +288,11 @@ def test_the_transcoder_reads_claim_check_files_and_stops_at_handle_key_only(pla
 
     with pytest.raises(HandleKeyOnlyError):
         _transcoded(_large(plain, LargeMessageKind.HANDLE_KEY_ONLY))
+
+
+def test_the_cdclake_error_of_a_spark_task_is_found_in_the_exception_the_driver_gets() -> None:
+    raised = RuntimeError("An exception was thrown from the Python worker.\nTraceback (most recent call last):\n"
+                          '  File "changes.py", line 9, in decode\ncdclake.claimcheck.HandleKeyOnlyError: t[0]@5: an '
+                          "insert of a.b\n\tat org.apache.spark.api.python.BasePythonRunner.read")
+    assert decode_task_error(raised) == "t[0]@5: an insert of a.b"
+    assert decode_task_error(RuntimeError("java.lang.OutOfMemoryError: Java heap space")) is None

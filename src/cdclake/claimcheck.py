@@ -186,10 +186,10 @@ class LargeMessageDecoder:
 
     def _in_place_of(self, ref: LargeMessageRef, event: Event) -> Event:
         row = ref.row
-        if not isinstance(event, RowChange | PendingRow) or (event.database, event.table) != (row.database,
-                                                                                             row.table):
-            what = f"{event.database}.{event.table}" if isinstance(event, RowChange | PendingRow) else "no row"
-            raise self._error(ref, f"the stored message holds {type(event).__name__} of {what}, not that row")
+        if not isinstance(event, RowChange | PendingRow):
+            raise self._error(ref, f"the stored message holds a {type(event).__name__}, not that row")
+        if (event.database, event.table) != (row.database, row.table):
+            raise self._error(ref, f"the stored message holds a row of {event.database}.{event.table}, not that row")
         # Open Protocol numbers the events of the stored message from 0; the row takes its reference's place.
         return replace(event, origin=row.origin) if event.origin != row.origin else event
 

@@ -237,6 +237,10 @@ def decode(
     partition and offset) and the reason; the others are still printed, and the exit status is 1. So is
     it when Simple protocol rows still wait for their table's schema at the end of the input: they are
     printed as pending events only, and standard error says how many.
+
+    TiCDC's large messages: with -o claim-check-storage-uri=DIR|URI a claim-check reference is printed
+    as the row its file holds; a row sent as its handle key only is reported as an error, or printed as
+    a large-message event with -o on-handle-key-only=dead-letter.
     """
     files = files or []
     options = _parse_options(option or [], tz)

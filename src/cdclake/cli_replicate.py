@@ -22,6 +22,7 @@ from rich.table import Table
 
 from cdclake.errors import CdclakeError
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
+from cdclake.spark.changes import decode_task_error
 from cdclake.spark.replicate import BatchReport, Replicator
 from cdclake.spark.replicate import status as job_status
 from cdclake.spark.session import build_session, new_log_file
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from cdclake.workload import Stream
 
 _console = Console(stderr=True, highlight=False)
+DEAD_LETTERS_EXIT = 3
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -107,7 +109,12 @@ def replicate(
     once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit.")] = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Keep Iceberg tables in step with a TiCDC or DataWorks stream."""
+    """Keep Iceberg tables in step with a TiCDC or DataWorks stream.
+
+    Exit status: 0 when the run put no message in the dead letters; 3 when it put some in the dead-letter
+    table (undecodable messages, claim-check files that cannot be read, handle-key-only rows with
+    on-handle-key-only=dead-letter); 1 when the job stopped on an error; 2 for a wrong command line.
+    """
     kafka = _pairs(kafka_option, "'--kafka-option'")
     if bootstrap_servers is not None:
         kafka["bootstrap.servers"] = bootstrap_servers
@@ -135,11 +142,24 @@ def replicate(
         with _stopping_on_signals(stop), _LiveDisplay() as display:
             reports = replicator.run(once=once, interval_s=settings.interval_s, stop=stop, on_batch=display.update)
         _console.print(_summary(reports))
+        dead = sum(report.dead_letters for report in reports)
     except CdclakeError as exc:
         _console.print(f"[bold red]error[/]: {exc}")
         raise typer.Exit(1) from None
+    except Exception as exc:  # Spark's own, for a task that stopped on an executor: say why in one line
+        reason = decode_task_error(exc)
+        if reason is None:
+            raise
+        _console.print(f"[bold red]error[/]: {reason}")
+        raise typer.Exit(1) from None
     finally:
         spark.stop()
+    if dead:
+        # A row that did not reach its table must not look like a clean run to whatever started the job.
+        job = settings.replicate
+        _console.print(f"{dead} messages went to the dead letters ({job.catalog}.{job.namespace}.dead_letters) "
+                       "and are not in the tables")
+        raise typer.Exit(DEAD_LETTERS_EXIT)
 
 
 def status(

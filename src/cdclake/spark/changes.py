@@ -31,6 +31,7 @@ Every record carries the coordinates (topic, partition, offset, index) of the me
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 INT64_MAX = 2**63 - 1
+# The last line of a Python traceback, as Spark passes a task's on to the driver, for one of cdclake's errors.
+_TASK_ERROR = re.compile(r"^cdclake(?:\.\w+)+Error: (.+)$", re.MULTILINE)
 _QUIET_KEPT = 64
 
 # (name, Spark SQL type) of every field of a change record, in order.
@@ -300,6 +303,14 @@ class PartitionDecoder:
                 writer.add_error(message, f"{handle_key_only_reason(event)}; not applied")
             case _:
                 pass  # transaction marks: the commit ts and watermarks already order everything
+
+
+def decode_task_error(exc: BaseException) -> str | None:
+    """The message of the cdclake error that stopped a decoding task on an executor (a handle-key-only
+    row, :class:`~cdclake.claimcheck.HandleKeyOnlyError`), taken from the exception Spark raises on the
+    driver, which holds the task's traceback as text; None if ``exc`` holds none."""
+    found = _TASK_ERROR.findall(str(exc))
+    return found[-1] if found else None
 
 
 def event_origin(event: Event) -> Origin | None:
