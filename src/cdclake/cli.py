@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -27,6 +28,7 @@ from rich.console import Console
 from rich.text import Text
 
 from cdclake import samples
+from cdclake.claimcheck import HandleKeyOnlyError, decoder_for
 from cdclake.cli_replicate import demo, replicate, status
 from cdclake.cli_transcode import produce, transcode
 from cdclake.errors import CdclakeError, DecodeError, EncodeError, OptionError
@@ -234,6 +236,10 @@ def decode(
     partition and offset) and the reason; the others are still printed, and the exit status is 1. So is
     it when Simple protocol rows still wait for their table's schema at the end of the input: they are
     printed as pending events only, and standard error says how many.
+
+    TiCDC's large messages: with -o claim-check-storage-uri=DIR|URI a claim-check reference is printed
+    as the row its file holds; a row sent as its handle key only is reported as an error, or printed as
+    a large-message event with -o on-handle-key-only=dead-letter.
     """
     files = files or []
     options = _parse_options(option or [], tz)
@@ -256,7 +262,7 @@ def decode(
     count = 0
     pending: dict[Origin | None, PendingRow] = {}
     for stream in streams:
-        decoder = _built(codec.make_decoder, codec, options)
+        decoder = _built(partial(decoder_for, codec), codec, options)
         waiting: dict[Origin | None, PendingRow] = {}  # the Simple protocol's rows still without a schema
         try:
             for message in stream:
@@ -265,6 +271,9 @@ def decode(
                     events = decoder.decode(message)
                 except DecodeError as exc:
                     report.failure(exc.origin or message.origin, f"{exc.format_name}: {exc.reason}")
+                    continue
+                except HandleKeyOnlyError as exc:  # its text names its place
+                    report.failure(None, str(exc))
                     continue
                 _track_waiting(waiting, events)
                 out.write(b"".join(dumps_event(event) + b"\n" for event in events))

@@ -23,6 +23,7 @@ from rich.table import Table
 from cdclake.errors import CdclakeError
 from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
+from cdclake.spark.changes import decode_task_error
 from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, Replicator
 from cdclake.spark.replicate import status as job_status
 from cdclake.spark.session import build_session, new_log_file
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 _console = Console(stderr=True, highlight=False)
 _FORMATS = ", ".join(FORMAT_NAMES)
+DEAD_LETTERS_EXIT = 3
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -128,7 +130,9 @@ def replicate(
     shown as it commits (on standard error); at the end, standard output gets one line: batches, records
     read, changes applied, dead letters, tables touched and seconds. A signal stops the job after the
     batch under way commits. Exit status: 0 when the job stops as asked (caught up with --once, or on a
-    signal), 1 on an error, 2 for a wrong command line or settings.
+    signal) and put no message in the dead letters; 3 when it put some there (undecodable messages,
+    claim-check files that cannot be read, handle-key-only rows with on-handle-key-only=dead-letter);
+    1 on an error; 2 for a wrong command line or settings.
     """
     kafka = _pairs(kafka_option, "'--kafka-option'")
     if bootstrap_servers is not None:
@@ -158,11 +162,24 @@ def replicate(
         with _stopping_on_signals(stop), _LiveDisplay() as display:
             reports = replicator.run(once=once, interval_s=settings.interval_s, stop=stop, on_batch=display.update)
         typer.echo(run_summary(reports, time.monotonic() - started))
+        dead = sum(report.dead_letters for report in reports)
     except CdclakeError as exc:
         _console.print(f"[bold red]error[/]: {exc}")
         raise typer.Exit(1) from None
+    except Exception as exc:  # Spark's own, for a task that stopped on an executor: say why in one line
+        reason = decode_task_error(exc)
+        if reason is None:
+            raise
+        _console.print(f"[bold red]error[/]: {reason}")
+        raise typer.Exit(1) from None
     finally:
         spark.stop()
+    if dead:
+        # A row that did not reach its table must not look like a clean run to whatever started the job.
+        job = settings.replicate
+        _console.print(f"{dead} messages went to the dead letters ({job.catalog}.{job.namespace}.dead_letters) "
+                       "and are not in the tables")
+        raise typer.Exit(DEAD_LETTERS_EXIT)
 
 
 def status(

@@ -17,6 +17,7 @@ docs/workload.md has the whole story::
 # get them here too, beside what produces the streams they write.
 from cdclake.producer import ProducerSpec, produce_to_kafka, write_captured
 from cdclake.workload.generator import Commit, Summary, Workload, WorkloadError, WorkloadSpec, physical_ms, tso
+from cdclake.workload.large_messages import shrink_large_messages
 from cdclake.workload.oracle import Oracle, TableState, key_of, value_carrier
 from cdclake.workload.production import ResentRange, Stream, messages, produce
 
@@ -36,6 +37,7 @@ __all__ = [
     "physical_ms",
     "produce",
     "produce_to_kafka",
+    "shrink_large_messages",
     "tso",
     "value_carrier",
     "write_captured",

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cdclake.claimcheck import decoder_for
 from cdclake.formats.base import Decoder, Encoder
 from cdclake.model import Origin, RawMessage, Watermark
 from cdclake.producer import Placed, ProducerSpec, Router
@@ -161,8 +162,9 @@ class Stream:
         return sum(len(messages) for messages in self.partitions.values())
 
     def decoder(self) -> Decoder:
-        """A decoder of this stream's format and options, for one partition."""
-        return self.spec.codec.decoder(self.codec_options)
+        """A decoder of this stream's format and options, for one partition (claim-check references read
+        from the storage the options name)."""
+        return decoder_for(self.spec.codec, self.codec_options)
 
     def starting_at(self, offsets: Mapping[int, int]) -> Stream:
         """The stream as a consumer that joins at ``offsets`` (partition -> first offset read) sees it."""

@@ -35,6 +35,7 @@ from cdclake.formats.canal_json.encoder import CanalJsonEncoder, _meta_int
 from cdclake.formats.canal_json.wire import FORMAT
 from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
+from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.model import Ddl, RowChange
 
 
@@ -78,6 +79,7 @@ OPTIONS: dict[str, Option] = {
     "only-output-updated-columns": Option(False, "write only the changed columns of an UPDATE in old", parse_bool),
     "large-message-handle-compression": COMPRESSION_OPTION,
     "tz": TZ_OPTION,
+    **LARGE_MESSAGE_OPTIONS,
 }
 
 CODEC = Codec(

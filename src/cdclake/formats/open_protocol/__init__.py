@@ -29,6 +29,7 @@ from cdclake.errors import OptionError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool, parse_int
 from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
+from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.formats.open_protocol.decoder import OpenDecoder
 from cdclake.formats.open_protocol.encoder import OpenEncoder
 from cdclake.formats.open_protocol.wire import FORMAT
@@ -59,6 +60,7 @@ OPTIONS: dict[str, Option] = {
         True, 'write an update\'s old image as "p" (sink.open.output-old-value; encoder)', parse_bool
     ),
     "only-output-updated-columns": Option(False, 'write only the changed columns in "p" (encoder)', parse_bool),
+    **LARGE_MESSAGE_OPTIONS,
 }
 
 CODEC = Codec(

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from cdclake.formats.base import TZ_OPTION, Codec, Option
 from cdclake.formats.compression import COMPRESSION_OPTION
+from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.formats.simple.decoder import SimpleDecoder
 from cdclake.formats.simple.encoder import SimpleEncoder
 from cdclake.formats.simple.wire import AvroWire, JsonWire
@@ -25,6 +26,7 @@ from cdclake.formats.simple.wire import AvroWire, JsonWire
 OPTIONS: dict[str, Option] = {
     "large-message-handle-compression": COMPRESSION_OPTION,
     "tz": TZ_OPTION,
+    **LARGE_MESSAGE_OPTIONS,
 }
 
 _JSON = JsonWire()
