@@ -201,7 +201,7 @@ def measure(events: int, args: argparse.Namespace, scratch: Path) -> Measured:
     if run.returncode != 0:
         raise SystemExit(f"cdclake replicate exited {run.returncode} after {run.seconds:.0f} s ({_peaks(memory)}):"
                          f"\n{run.log}")
-    summary = re.search(r"(\d+) batches: (\d+) records read, (\d+) changes applied", run.log)
+    summary = re.search(r"(\d+) batch(?:es)?: (\d+) records? read, (\d+) changes? applied", run.log)
     if summary is None:
         raise SystemExit(f"no summary in the run's log:\n{run.log}")
     batches, records, applied = (int(group) for group in summary.groups())

@@ -7,7 +7,7 @@ edges (bigint unsigned max, decimal with trailing zeros, every kind of temporal 
 a negative time, binary bytes 0x00 and 0xff, enum, set, bit, json, NULL and the string "null").
 
 Each format gets the events it can carry (Simple protocol the BOOTSTRAPs, DataWorks heartbeats instead of
-watermarks), encoded by its codec with the options in ``cdclake.samples.OPTIONS``; the result is decoded
+watermarks), encoded by its codec with its ``sample_options``; the result is decoded
 again to check it. Run from the repository root::
 
     python3 bench/make_samples.py
@@ -24,7 +24,7 @@ from typing import Any
 
 from cdclake import samples
 from cdclake.formats import FORMAT_NAMES, get_codec
-from cdclake.message_files import MESSAGE_FILE_FORMATS, message_file_pairs, write_lines, write_message_directory
+from cdclake.message_files import message_file_pairs, write_lines, write_message_directory
 from cdclake.model import (
     Bootstrap,
     ColumnSchema,
@@ -39,15 +39,6 @@ from cdclake.model import (
     Watermark,
 )
 from cdclake.types import MySQLType, ZeroTemporal
-
-# Which kinds of event each format carries; the rest of the story is left out of its sample.
-CARRIES: dict[str, tuple[type, ...]] = {
-    "open": (RowChange, Ddl, Watermark),
-    "canal-json": (RowChange, Ddl, Watermark),
-    "simple": (Bootstrap, RowChange, Ddl, Watermark),
-    "simple-avro": (Bootstrap, RowChange, Ddl, Watermark),
-    "dataworks": (RowChange, Ddl, Heartbeat),
-}
 
 START = dt.datetime(2024, 5, 1, 9, 0, tzinfo=dt.UTC)
 
@@ -285,8 +276,16 @@ def story() -> list[Event]:
     return s.events
 
 
+def carries(format_name: str) -> tuple[type, ...]:
+    """Which kinds of event the format carries, as its codec says; the rest of the story is left out of
+    its sample. Progress is a watermark, or a heartbeat for a format without watermarks."""
+    codec = get_codec(format_name)
+    mark = Watermark if codec.has_watermarks(codec.resolve(codec.sample_options)) else Heartbeat
+    return (*((Bootstrap,) if codec.bootstraps else ()), RowChange, Ddl, mark)
+
+
 def events_for(format_name: str, events: Sequence[Event]) -> list[Event]:
-    return [event for event in events if isinstance(event, CARRIES[format_name])]
+    return [event for event in events if isinstance(event, carries(format_name))]
 
 
 def remove_old_sample(format_name: str, directory: Path) -> None:
@@ -300,15 +299,16 @@ def remove_old_sample(format_name: str, directory: Path) -> None:
 def write_sample(format_name: str, events: Sequence[Event]) -> int:
     """Encode the events as the format's sample; the number of messages written."""
     codec = get_codec(format_name)
-    messages = codec.encoder(samples.OPTIONS.get(format_name, {})).encode(events)
+    messages = codec.encoder(codec.sample_options).encode(events)
     remove_old_sample(format_name, samples.DIRECTORY)
-    if format_name in MESSAGE_FILE_FORMATS:
+    if codec.binary:
         return write_message_directory(messages, samples.DIRECTORY, samples.message_file_prefix(format_name))
     return write_lines(messages, samples.lines_file(format_name))
 
 
 def decoded(format_name: str) -> Iterator[Event]:
-    decoder = get_codec(format_name).decoder(samples.OPTIONS.get(format_name, {}))
+    codec = get_codec(format_name)
+    decoder = codec.decoder(codec.sample_options)
     for message in samples.sample_messages(format_name):
         yield from decoder.decode(message)
 

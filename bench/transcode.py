@@ -9,7 +9,7 @@ traffic. In one process, in this order:
 
 1. **Decode only**, per format: a decoder per partition over the source stream's messages; events/s.
 2. **Encode only**, per format: the workload's commits laid out by the format's
-   :class:`~cdclake.workload.producer.Router` beforehand (untimed), then each partition's events encoded
+   :class:`~cdclake.producer.Router` beforehand (untimed), then each partition's events encoded
    by a fresh encoder (``Router.encode``, as the transcoder's tasks do); events/s.
 3. **In process**, per pair: :func:`cdclake.transcode.in_process.transcode_messages`, the whole stream as
    one batch on one core (the job's per-record work without Spark).
@@ -45,12 +45,12 @@ from decode import load_average, machine
 
 from cdclake.formats import get_codec
 from cdclake.model import Ddl, RowChange
+from cdclake.producer import Router
 from cdclake.sources.captured import CapturedTopics
 from cdclake.transcode.endpoints import CapturedSink
 from cdclake.transcode.in_process import transcode_messages
 from cdclake.transcode.spec import TranscodeSpec
 from cdclake.workload import ProducerSpec, Stream, Workload, WorkloadSpec, produce, write_captured
-from cdclake.workload.producer import Router
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION_START = "<!-- bench/transcode.py: start -->"

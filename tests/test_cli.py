@@ -21,7 +21,7 @@ from cdclake import samples
 from cdclake.cli import app
 from cdclake.eventjson import loads_event
 from cdclake.formats import FORMAT_NAMES, get_codec
-from cdclake.message_files import MESSAGE_FILE_FORMATS, message_file_pairs
+from cdclake.message_files import message_file_pairs
 from cdclake.model import Event, LargeMessageRef, Op, Origin, PendingRow, RowChange
 from cdclake.sources.captured import CapturedTopicWriter
 
@@ -96,6 +96,12 @@ def test_the_installed_console_script_decodes_a_sample() -> None:
     assert len(events) == len(make_samples.events_for("canal-json", make_samples.story()))
 
 
+def test_python_dash_m_cdclake_is_the_command() -> None:
+    result = subprocess.run([sys.executable, "-m", "cdclake", "decode", "--help"], capture_output=True, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.startswith(b"Usage: python -m cdclake decode [OPTIONS] [FILE]...")
+
+
 def _sample_lines(format_name: str) -> list[bytes]:
     return samples.lines_file(format_name).read_bytes().splitlines()
 
@@ -148,8 +154,9 @@ def _decode_to_file(format_name: str, path: Path) -> list[Event]:
 def test_encode_then_decode_gives_the_same_events(format_name: str, tmp_path: Path) -> None:
     events_file = tmp_path / "events.jsonl"
     decoded = _decode_to_file(format_name, events_file)
-    out = tmp_path / ("messages" if format_name in MESSAGE_FILE_FORMATS else "messages.jsonl")
-    options = [a for name, value in samples.OPTIONS.get(format_name, {}).items() for a in ("-o", f"{name}={value}")]
+    codec = get_codec(format_name)
+    out = tmp_path / ("messages" if codec.binary else "messages.jsonl")
+    options = [a for name, value in codec.sample_options.items() for a in ("-o", f"{name}={value}")]
     encoded = run("encode", "--format", format_name, *options, events_file, "--out", out)
     assert encoded.exit_code == 0, encoded.stderr
     again = run("decode", "--format", format_name, *options, out)

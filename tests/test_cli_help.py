@@ -33,6 +33,14 @@ def test_every_option_and_argument_is_described(name: str) -> None:
     assert undescribed == []
 
 
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_option_value_is_named_for_what_it_is(name: str) -> None:
+    """FILE, N or HOST:PORT in the help, not typer's type labels (<int>, <str>)."""
+    unnamed = [p.name for p in COMMANDS[name].params
+               if isinstance(p, typer.core.TyperOption) and not p.is_flag and p.metavar is None]
+    assert unnamed == []
+
+
 @pytest.mark.parametrize("name", ["", *COMMANDS])
 def test_help_in_80_columns_shows_all_of_every_text(name: str) -> None:
     """Nothing is cut short: every option name and help text is there in full, and no line is wider."""

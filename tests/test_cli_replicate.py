@@ -1,9 +1,12 @@
 """The replication commands fail fast and say one thing, before Spark starts: a wrong format, an
-unreachable broker, a missing topic; and the demo never deletes a directory that is not its own."""
+unreachable broker, a missing topic; the demo never deletes a directory that is not its own; and
+replicate ends with a one-line summary on stdout, on a line of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,6 +15,8 @@ from typer.testing import CliRunner
 import cdclake.cli_replicate
 import cdclake.sources.kafka
 from cdclake.cli import app
+from cdclake.cli_replicate import DEAD_LETTERS_EXIT, run_summary
+from cdclake.spark.replicate import BatchReport
 from tests.kafka import Kafka
 from tests.sources.test_capture import plain
 
@@ -65,3 +70,50 @@ def test_the_demo_refuses_a_directory_of_someone_elses(no_spark: None, tmp_path:
     assert result.exit_code == 2
     assert "holds files of its own, not an earlier demo's" in plain(result.output)
     assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_the_summary_counts_batches_records_changes_dead_letters_and_tables() -> None:
+    reports = [BatchReport(1, records=1200, changes_applied=950, dead_letters=2, resolved_ts=77,
+                           tables={"shop.orders": 3, "shop.items": 1}),
+               BatchReport(2, records=1, changes_applied=1, resolved_ts=99, tables={"shop.orders": 1})]
+    assert run_summary(reports, 12.34) == (
+        "replicated 2 batches: 1201 records read, 951 changes applied, 2 dead letters, 2 tables in 12.3 s "
+        "(97 records/s); resolved ts 99"
+    )
+    one = BatchReport(1, records=1, changes_applied=1, dead_letters=1, tables={"shop.orders": 1})
+    assert run_summary([one], 0.0) == (
+        "replicated 1 batch: 1 record read, 1 change applied, 1 dead letter, 1 table in 0.0 s (0 records/s)"
+    )
+
+
+class _TwoBatches:
+    """A Replicator without Spark: two batches, each shown by the live display as it ends."""
+
+    def __init__(self, *args: Any) -> None:
+        pass
+
+    def run(self, on_batch: Callable[[BatchReport], None], **kwargs: Any) -> list[BatchReport]:
+        reports = [BatchReport(1, records=4, changes_applied=4, resolved_ts=10, tables={"shop.orders": 4}),
+                   BatchReport(2, records=2, changes_applied=1, dead_letters=1, resolved_ts=20,
+                               tables={"shop.items": 1})]
+        for report in reports:
+            on_batch(report)
+        return reports
+
+
+def test_replicate_prints_its_summary_on_stdout_on_a_line_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Off a terminal (as under the runner) the live display's last table is printed once at the end;
+    with stdout and stderr in one stream the summary still starts a line."""
+    monkeypatch.setattr(cdclake.cli_replicate, "build_session", lambda *args, **kwargs: SimpleNamespace(
+        stop=lambda: None))
+    monkeypatch.setattr(cdclake.cli_replicate, "Replicator", _TwoBatches)
+    result = runner.invoke(app, ["replicate", "--captured", str(tmp_path), "--format", "open", "--once",
+                                 "--verbose"])
+    assert result.exit_code == DEAD_LETTERS_EXIT, result.output  # the second batch put a message there
+    summary = "replicated 2 batches: 6 records read, 5 changes applied, 1 dead letter, 2 tables in"
+    assert result.stdout.startswith(summary)
+    assert result.stdout.count("\n") == 1
+    assert "shop.items" in result.stderr and "shop.orders" not in result.stderr  # the last batch's table
+    assert "\n" + result.stdout in result.output

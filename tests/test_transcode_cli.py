@@ -4,6 +4,7 @@ tests/spark/test_transcode.py)."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,10 @@ def test_produce_writes_the_workload_stream_to_a_captured_topic(tmp_path: Path) 
                        partitions=3, duplicates=1, topic="orders")
     for partition, messages in expected.partitions.items():
         assert [m.value for m in read_partition(tmp_path, "orders", partition)] == [m.value for m in messages]
+    (said,) = result.stderr.splitlines()  # one line, however long, off a terminal too
+    sent = sum(map(len, expected.partitions.values()))
+    assert re.fullmatch(rf"{sent} messages to {re.escape(str(tmp_path / 'orders'))} in [0-9.]+s \([0-9,]+/s\); "
+                        r"[0-9]+ watermark rounds, [1-9][0-9]* messages re-sent", said), said
 
 
 def test_workload_settings_are_read_as_their_fields_types() -> None:
@@ -69,7 +74,7 @@ def test_paced_messages_keep_to_the_rate() -> None:
     # Refused before Spark starts: a target option of no format, a Simple option for another target, and
     # the root of captured topics instead of a topic's own directory.
     (["--to-option", "bogus=1"], "unknown option bogus"),
-    (["--to", "canal-json", "--to-option", "send-bootstrap-in-msg-count=5"], "not of canal-json"),
+    (["--to", "canal-json", "--to-option", "send-bootstrap-in-msg-count=5"], "canal-json sends no BOOTSTRAPs"),
     (["--source", "ROOT"], "its topics: t"),
 ])
 def test_a_wrong_transcode_command_line_exits_with_status_2(tmp_path: Path, args: list[str], says: str) -> None:
@@ -99,7 +104,7 @@ def test_produce_refuses_bootstrap_options_for_a_format_without_bootstraps(tmp_p
     result = runner.invoke(app, ["produce", "--format", "open", "--to", str(tmp_path / "t"), "-w", "transactions=5",
                                  "-o", "send-bootstrap-in-msg-count=5"])
     assert result.exit_code == 2
-    assert "not of open" in _unwrapped(result.output)
+    assert "open sends no BOOTSTRAPs" in _unwrapped(result.output)
     assert not (tmp_path / "t").exists()
 
 

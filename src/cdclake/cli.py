@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -27,6 +28,7 @@ from rich.console import Console
 from rich.text import Text
 
 from cdclake import samples
+from cdclake.claimcheck import HandleKeyOnlyError, decoder_for
 from cdclake.cli_replicate import demo, replicate, status
 from cdclake.cli_transcode import produce, transcode
 from cdclake.errors import CdclakeError, DecodeError, EncodeError, OptionError
@@ -34,7 +36,6 @@ from cdclake.eventjson import dumps_event, loads_event
 from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.formats.base import Codec
 from cdclake.message_files import (
-    MESSAGE_FILE_FORMATS,
     STDIN,
     STDIN_NAME,
     VALUE_SUFFIX,
@@ -85,7 +86,7 @@ OptionsOption = Annotated[
         "--option",
         "-o",
         metavar="NAME=VALUE",
-        help="A producer option under its upstream name (enable-tidb-extension=true); repeatable.",
+        help="A format option under its upstream name (enable-tidb-extension=true); repeatable.",
     ),
 ]
 TzOption = Annotated[
@@ -154,7 +155,7 @@ def _check_inputs_exist(paths: Iterable[Path], hint: str) -> None:
 
 def _input_messages(format_name: str, files: list[Path], key_files: list[Path]) -> Iterator[RawMessage]:
     """The messages in the FILE arguments, in order, as the format's layout says to read them."""
-    if format_name not in MESSAGE_FILE_FORMATS:
+    if not get_codec(format_name).binary:
         if key_files:
             raise typer.BadParameter(f"{format_name} messages have no keys to read", param_hint="'--key-file'")
         for path in files:
@@ -235,6 +236,10 @@ def decode(
     partition and offset) and the reason; the others are still printed, and the exit status is 1. So is
     it when Simple protocol rows still wait for their table's schema at the end of the input: they are
     printed as pending events only, and standard error says how many.
+
+    TiCDC's large messages: with -o claim-check-storage-uri=DIR|URI a claim-check reference is printed
+    as the row its file holds; a row sent as its handle key only is reported as an error, or printed as
+    a large-message event with -o on-handle-key-only=dead-letter.
     """
     files = files or []
     options = _parse_options(option or [], tz)
@@ -246,7 +251,7 @@ def decode(
     streams: list[Iterable[RawMessage]]
     if sample:
         streams = [samples.sample_messages(format_name)]
-        options = samples.OPTIONS.get(format_name, {}) | options
+        options = {**get_codec(format_name).sample_options, **options}
     elif captured is not None:
         streams = _captured_streams(captured, report)
     else:
@@ -257,7 +262,7 @@ def decode(
     count = 0
     pending: dict[Origin | None, PendingRow] = {}
     for stream in streams:
-        decoder = _built(codec.make_decoder, codec, options)
+        decoder = _built(partial(decoder_for, codec), codec, options)
         waiting: dict[Origin | None, PendingRow] = {}  # the Simple protocol's rows still without a schema
         try:
             for message in stream:
@@ -266,6 +271,9 @@ def decode(
                     events = decoder.decode(message)
                 except DecodeError as exc:
                     report.failure(exc.origin or message.origin, f"{exc.format_name}: {exc.reason}")
+                    continue
+                except HandleKeyOnlyError as exc:  # its text names its place
+                    report.failure(None, str(exc))
                     continue
                 _track_waiting(waiting, events)
                 out.write(b"".join(dumps_event(event) + b"\n" for event in events))
@@ -355,10 +363,7 @@ def encode(
         report.failure(source, f"{exc.format_name}: {exc.reason}; nothing written")
         report.exit()
     try:
-        if format_name in MESSAGE_FILE_FORMATS:
-            written = write_message_directory(messages, out)
-        else:
-            written = write_lines(messages, out)
+        written = write_message_directory(messages, out) if codec.binary else write_lines(messages, out)
     except (OSError, ValueError) as exc:
         report.failure(out, str(exc))
         report.exit()

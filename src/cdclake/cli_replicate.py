@@ -21,8 +21,10 @@ from rich.live import Live
 from rich.table import Table
 
 from cdclake.errors import CdclakeError
+from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
-from cdclake.spark.replicate import BatchReport, Replicator
+from cdclake.spark.changes import decode_task_error
+from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, Replicator
 from cdclake.spark.replicate import status as job_status
 from cdclake.spark.session import build_session, new_log_file
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from cdclake.workload import Stream
 
 _console = Console(stderr=True, highlight=False)
+_FORMATS = ", ".join(FORMAT_NAMES)
+DEAD_LETTERS_EXIT = 3
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -53,8 +57,13 @@ def _settings(config: Path | None, overrides: dict[str, dict[str, Any]]) -> JobS
         raise typer.BadParameter(str(exc)) from exc
 
 
-ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE", help="Job settings (TOML).")]
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE",
+                                                   help="Job settings in TOML (the keys: cdclake/jobconfig.py).")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", help="Spark's own log on the terminal, not in a file.")]
+
+FormatOptionsOption = Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
+                                                               help="A format option under its upstream name "
+                                                               "(enable-tidb-extension=true); repeatable.")]
 
 
 def cli_session(master: str | None, verbose: bool, **settings: Any) -> SparkSession:
@@ -76,38 +85,55 @@ CatalogOption = Annotated[str | None, typer.Option("--catalog", metavar="NAME",
 
 def replicate(
     config: ConfigOption = None,
-    captured: Annotated[Path | None, typer.Option("--captured", metavar="DIR", help="Read a captured topic.")] = None,
+    captured: Annotated[Path | None, typer.Option("--captured", metavar="ROOT", help="Read the topics captured "
+                                                  "under ROOT (docs/captured-topics.md), not Kafka.")] = None,
     bootstrap_servers: Annotated[str | None, typer.Option("--bootstrap-servers", "-b", metavar="HOST:PORT",
-                                                          help="Read from Kafka.")] = None,
+                                                          help="Read from the Kafka brokers at HOST:PORT "
+                                                          "(comma-separated).")] = None,
     topic: Annotated[list[str] | None, typer.Option("--topic", "-t", metavar="NAME",
-                                                    help="Topic name; repeatable.")] = None,
+                                                    help="A topic to read; repeatable.")] = None,
     topic_pattern: Annotated[str | None, typer.Option("--topic-pattern", metavar="REGEX",
-                                                      help="Read every topic whose whole name matches.")] = None,
-    kafka_option: Annotated[list[str] | None, typer.Option("--kafka-option", metavar="NAME=VALUE",
-                                                           help="librdkafka setting; repeatable.")] = None,
-    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: open, "
-                                                    "canal-json, simple, simple-avro, dataworks.")] = None,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
-                                                     help="Format option under its upstream name.")] = None,
+                                                      help="Read every topic whose whole name matches REGEX.")] = None,
+    kafka_option: Annotated[list[str] | None, typer.Option("--kafka-option", "-X", metavar="KEY=VALUE",
+                                                           help="A librdkafka setting, such as "
+                                                           "security.protocol=SASL_SSL; repeatable.")] = None,
+    format_name: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", help="Wire format: "
+                                                    f"{_FORMATS}.")] = None,
+    option: FormatOptionsOption = None,
     warehouse: WarehouseOption = None,
     catalog: CatalogOption = None,
-    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4].")] = None,
-    include: Annotated[str | None, typer.Option("--include", metavar="REGEX", help="database.table to keep.")] = None,
-    exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="database.table to skip.")] = None,
-    max_records: Annotated[int | None, typer.Option("--max-records", metavar="N",
-                                                    help="Records per batch, at most.")] = None,
+    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] "
+                                               "(default: local[2]).")] = None,
+    include: Annotated[str | None, typer.Option("--include", metavar="REGEX", help="Replicate only the tables "
+                                                "whose database.table matches REGEX.")] = None,
+    exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="Leave out the tables whose "
+                                                "database.table matches REGEX (it wins over --include).")] = None,
+    max_records: Annotated[int | None, typer.Option("--max-records", metavar="N", help="Records per batch, at "
+                                                    f"most (default: {DEFAULT_MAX_BATCH_RECORDS}).")] = None,
     interval: Annotated[float | None, typer.Option("--interval", metavar="SECONDS",
-                                                   help="Seconds between polls when idle.")] = None,
+                                                   help="Seconds between polls when caught up (default: 5).")] = None,
     unresolved_tail: Annotated[str | None, typer.Option("--unresolved-tail", metavar="keep|apply",
                                                         help="With --once, changes above the resolved ts once "
-                                                        "caught up: keep them for a later run, or apply them.")] = None,
+                                                        "caught up: keep them for a later run (the default), or "
+                                                        "apply them.")] = None,
     on_bad_message: Annotated[str | None, typer.Option("--on-bad-message", metavar="dead-letter|fail",
                                                        help="An undecodable message goes to the dead-letter "
-                                                       "table, or stops the job before its batch commits.")] = None,
-    once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit.")] = False,
+                                                       "table (the default), or stops the job before its batch "
+                                                       "commits.")] = None,
+    once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit; without it, run until "
+                                       "SIGINT or SIGTERM.")] = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Keep Iceberg tables in step with a TiCDC or DataWorks stream."""
+    """Keep Iceberg tables in step with a TiCDC or DataWorks stream.
+
+    Settings come from --config FILE and the options, an option winning over the file. Each batch is
+    shown as it commits (on standard error); at the end, standard output gets one line: batches, records
+    read, changes applied, dead letters, tables touched and seconds. A signal stops the job after the
+    batch under way commits. Exit status: 0 when the job stops as asked (caught up with --once, or on a
+    signal) and put no message in the dead letters; 3 when it put some there (undecodable messages,
+    claim-check files that cannot be read, handle-key-only rows with on-handle-key-only=dead-letter);
+    1 on an error; 2 for a wrong command line or settings.
+    """
     kafka = _pairs(kafka_option, "'--kafka-option'")
     if bootstrap_servers is not None:
         kafka["bootstrap.servers"] = bootstrap_servers
@@ -132,14 +158,28 @@ def replicate(
     try:
         replicator = Replicator(spark, settings.source, settings.replicate)
         stop = threading.Event()
+        started = time.monotonic()
         with _stopping_on_signals(stop), _LiveDisplay() as display:
             reports = replicator.run(once=once, interval_s=settings.interval_s, stop=stop, on_batch=display.update)
-        _console.print(_summary(reports))
+        typer.echo(run_summary(reports, time.monotonic() - started))
+        dead = sum(report.dead_letters for report in reports)
     except CdclakeError as exc:
         _console.print(f"[bold red]error[/]: {exc}")
         raise typer.Exit(1) from None
+    except Exception as exc:  # Spark's own, for a task that stopped on an executor: say why in one line
+        reason = decode_task_error(exc)
+        if reason is None:
+            raise
+        _console.print(f"[bold red]error[/]: {reason}")
+        raise typer.Exit(1) from None
     finally:
         spark.stop()
+    if dead:
+        # A row that did not reach its table must not look like a clean run to whatever started the job.
+        job = settings.replicate
+        _console.print(f"{dead} messages went to the dead letters ({job.catalog}.{job.namespace}.dead_letters) "
+                       "and are not in the tables")
+        raise typer.Exit(DEAD_LETTERS_EXIT)
 
 
 def status(
@@ -196,10 +236,10 @@ def _stopping_on_signals(stop: threading.Event) -> Iterator[None]:
 class _LiveDisplay:
     """A live table of the latest batch: events/s, resolved ts, lag per partition, tables touched."""
 
-    def __init__(self) -> None:
-        self._live = Live(console=_console, refresh_per_second=2, transient=False)
-        self._started = time.monotonic()
-        self._records = 0
+    def __init__(self, console: Console = _console) -> None:
+        self._console = console
+        self._live = Live(console=console, refresh_per_second=2, transient=False)
+        self._shown = False
 
     def __enter__(self) -> _LiveDisplay:
         self._live.__enter__()
@@ -207,9 +247,12 @@ class _LiveDisplay:
 
     def __exit__(self, *exc_info: object) -> None:
         self._live.__exit__(None, None, None)
+        if self._shown and not self._console.is_terminal:
+            # Off a terminal, rich prints the last table once, at the end, without ending its line: what
+            # comes next (the run's summary, when stdout and stderr go to one file) would join it.
+            self._console.line()
 
     def update(self, report: BatchReport) -> None:
-        self._records += report.records
         rate = report.records / report.seconds if report.seconds else 0.0
         head = Table.grid(padding=(0, 2))
         head.add_row(f"batch {report.batch}", f"{report.records} records in {report.seconds:.1f}s ({rate:,.0f}/s)",
@@ -222,17 +265,24 @@ class _LiveDisplay:
         for name, count in sorted(report.tables.items()):
             touched.add_row(name, str(count))
         self._live.update(Group(head, lag, touched))
+        self._shown = True
 
 
-def _summary(reports: list[BatchReport]) -> str:
+def run_summary(reports: list[BatchReport], seconds: float) -> str:
+    """One line for the end of a run: what its batches read, applied and set aside, the tables they
+    touched, how long it took and, after a batch, the resolved ts reached."""
     records = sum(r.records for r in reports)
-    applied = sum(r.changes_applied for r in reports)
-    seconds = sum(r.seconds for r in reports)
-    dead = sum(r.dead_letters for r in reports)
-    resolved = reports[-1].resolved_ts if reports else None
+    tables = {name for r in reports for name in r.tables}
     rate = records / seconds if seconds else 0.0
-    return (f"{len(reports)} batches: {records} records read, {applied} changes applied, {dead} dead letters, "
-            f"{seconds:.1f}s ({rate:,.0f} records/s); resolved ts {resolved}")
+    resolved = f"; resolved ts {reports[-1].resolved_ts}" if reports and reports[-1].resolved_ts is not None else ""
+    return (f"replicated {_counted(len(reports), 'batch', 'batches')}: {_counted(records, 'record')} read, "
+            f"{_counted(sum(r.changes_applied for r in reports), 'change')} applied, "
+            f"{_counted(sum(r.dead_letters for r in reports), 'dead letter')}, "
+            f"{_counted(len(tables), 'table')} in {seconds:.1f} s ({rate:,.0f} records/s){resolved}")
+
+
+def _counted(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 DEMO_MARK = ".cdclake-demo"
@@ -240,15 +290,15 @@ DEMO_MARK = ".cdclake-demo"
 
 def demo(
     format_name: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
-                                             help="open, canal-json, simple, simple-avro, dataworks.")] = "canal-json",
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
-                                                     help="Format option under its upstream name.")] = None,
+                                             help=f"Wire format: {_FORMATS}.")] = "canal-json",
+    option: FormatOptionsOption = None,
     directory: Annotated[Path, typer.Option("--dir", metavar="DIR", help="Where the stream and the warehouse "
                                             "go: a new or empty directory, or an earlier demo's (replaced).")]
     = Path("cdclake-demo"),
-    transactions: Annotated[int, typer.Option("--transactions", help="Upstream transactions to simulate.")] = 300,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated upstream.")] = 7,
-    master: Annotated[str, typer.Option("--master", help="Spark master, e.g. local[4].")] = "local[2]",
+    transactions: Annotated[int, typer.Option("--transactions", metavar="N",
+                                              help="Upstream transactions to simulate.")] = 300,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the simulated upstream.")] = 7,
+    master: Annotated[str, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4].")] = "local[2]",
     kafka: Annotated[bool, typer.Option("--kafka", help="Stream through a Kafka broker started for the demo "
                                         "(Apache Kafka from Maven Central, on 127.0.0.1), not through files.")]
     = False,
@@ -263,9 +313,10 @@ def demo(
     from cdclake.spark.verify import compare_tables, lake_name_in
     from cdclake.workload import Workload, WorkloadSpec, produce
 
-    options = _pairs(option, "'--option'")
-    if format_name == "canal-json":
-        options.setdefault("enable-tidb-extension", "true")
+    try:
+        options = {**get_codec(format_name).demo_options, **_pairs(option, "'--option'")}
+    except CdclakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     console = Console(highlight=False)
     _fresh_demo_directory(directory)
     workload = Workload(WorkloadSpec(seed=seed, transactions=transactions, rename_table=True))
@@ -281,9 +332,10 @@ def demo(
         stack.callback(spark.stop)
         config = ReplicateConfig(format_name, stream.codec_options, max_batch_records=max(1000, len(stream) // 3))
         replicator = Replicator(spark, source, config)
+        started = time.monotonic()
         with _LiveDisplay() as display:
             reports = replicator.run(once=True, on_batch=display.update)
-        console.print(_summary(reports))
+        console.print(run_summary(reports, time.monotonic() - started), soft_wrap=True)
         expected = workload.oracle().carried(format_name, stream.codec_options)
         comparisons = compare_tables(spark, expected.tables, lake_name_in(config.catalog))
     _print_comparisons(console, comparisons)

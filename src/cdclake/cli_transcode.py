@@ -18,18 +18,18 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from cdclake.cli_replicate import _pairs, _stopping_on_signals
+from cdclake.cli_replicate import _FORMATS, _pairs, _stopping_on_signals
 from cdclake.errors import CdclakeError
-from cdclake.formats import FORMAT_NAMES
 from cdclake.model import RawMessage
+from cdclake.producer import ProducerSpec, produce_to_kafka, write_captured
 from cdclake.transcode.endpoints import Location
 from cdclake.transcode.spec import TranscodeSpec
 from cdclake.transcode.state import Progress
-from cdclake.workload import Workload, WorkloadSpec, produce_to_kafka, write_captured
-from cdclake.workload.producer import ProducerSpec, Production
+from cdclake.workload import Workload, WorkloadSpec
+from cdclake.workload.production import Production
 
-_console = Console(stderr=True, highlight=False)
-_FORMATS = ", ".join(FORMAT_NAMES)
+# Each print is one line, kept whole off a terminal too, where rich would wrap it at 80 columns.
+_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 KafkaOption = Annotated[list[str] | None, typer.Option("--kafka-option", "-X", metavar="KEY=VALUE",
                                                        help="A librdkafka setting; repeatable.")]

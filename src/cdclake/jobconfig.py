@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.errors import OptionError
+from cdclake.formats import FORMAT_NAMES
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sources import open_source
 from cdclake.sources.ranges import Source
@@ -155,7 +156,7 @@ def source_of(section: Mapping[str, Any]) -> Source:
 def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
     format_section, lake, tables, batch = (sections.get(s, {}) for s in ("format", "lake", "tables", "batch"))
     if "name" not in format_section:
-        raise OptionError("[format]: name is required (open, canal-json, simple, simple-avro, dataworks)")
+        raise OptionError(f"[format]: name is required ({', '.join(FORMAT_NAMES)})")
     replicate = ReplicateConfig(
         format=format_section["name"],
         format_options=dict(format_section.get("options", {})),

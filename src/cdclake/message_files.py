@@ -1,6 +1,6 @@
 """Kafka messages kept in plain files, as ``cdclake decode`` reads them and ``cdclake encode`` writes them.
 
-Two layouts:
+Two layouts, chosen by whether the format's messages are binary (its codec's ``binary``):
 
 - **lines**, for the JSON formats: a text file with one message value per line. Blank lines are skipped;
   a message's origin is the file and its line number. Keys are not kept (no JSON format needs one).
@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cdclake.model import Origin, RawMessage
-
-MESSAGE_FILE_FORMATS = frozenset({"open", "simple-avro"})
-"""The formats whose messages are binary and kept as message files; the others are JSON, kept as lines."""
 
 STDIN = "-"
 """The file name that stands for standard input (or standard output when writing lines)."""

@@ -847,7 +847,8 @@ def test_encoder_refuses_what_it_cannot_write(codec: Codec) -> None:
 
 def test_codecs_and_options() -> None:
     assert (JSON.name, AVRO.name) == ("simple", "simple-avro")
-    assert set(JSON.options) == set(AVRO.options) == {"large-message-handle-compression", "tz"}
+    assert set(JSON.options) == set(AVRO.options) == {
+        "large-message-handle-compression", "tz", "claim-check-storage-uri", "on-handle-key-only"}
     with pytest.raises(OptionError):
         JSON.decoder(large_message_handle_compression="zstd")
     with pytest.raises(OptionError):

@@ -11,7 +11,8 @@ import pytest
 
 from cdclake.errors import OptionError
 from cdclake.model import Bootstrap, Ddl, Event, Op, PendingRow, RowChange, Watermark
-from cdclake.workload import ProducerSpec, Stream, Workload, WorkloadError, WorkloadSpec, key_of, produce
+from cdclake.producer import ProducerError, ProducerSpec
+from cdclake.workload import Stream, Workload, WorkloadSpec, key_of, produce
 from tests.workload.consumer import apply, changes, decoded, watermarks
 
 SPEC = WorkloadSpec(seed=21, transactions=300, rename_table=True, drop_table=True)
@@ -298,11 +299,11 @@ def decoded_leniently(stream: Stream) -> dict[int, list[Event]]:
 
 
 def test_producer_settings_that_cannot_work_are_refused() -> None:
-    with pytest.raises(WorkloadError, match="dispatcher='table'"):
+    with pytest.raises(ProducerError, match="dispatcher='table'"):
         ProducerSpec("open", output_raw_change_event=True)
-    with pytest.raises(WorkloadError, match="one of index-value, table"):
+    with pytest.raises(ProducerError, match="one of index-value, table"):
         ProducerSpec("open", dispatcher="ts")
-    with pytest.raises(WorkloadError, match="BOOTSTRAP options of the Simple protocol"):
+    with pytest.raises(ProducerError, match="BOOTSTRAP options, and open sends no BOOTSTRAPs"):
         ProducerSpec("open", {"send-bootstrap-in-msg-count": 5}).bootstrap_options()
     with pytest.raises(OptionError, match="unknown option"):
         ProducerSpec("canal-json", {"enable-tidb-extensions": True}).codec_options()

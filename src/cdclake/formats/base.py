@@ -1,4 +1,5 @@
-"""What every codec is: a name, its producer options, a decoder and an encoder.
+"""What every codec is: a name, its producer options, a decoder and an encoder, and what the format can
+do (its capabilities), which the rest of cdclake asks rather than comparing format names.
 
 Decoders may keep state between messages of one partition (the Simple protocol's schema cache), so a
 codec makes a fresh decoder per partition rather than exposing bare functions. Encoders take the events
@@ -9,11 +10,12 @@ Protocol) close their last batch at the end of each call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cdclake.errors import OptionError
 from cdclake.model import Ddl, Event, RawMessage, RowChange
+from cdclake.types import MySQLType
 
 
 class Decoder(Protocol):
@@ -82,6 +84,22 @@ def _no_commit_ms(change: RowChange | Ddl) -> int | None:
     return None
 
 
+Carrier = Callable[[Any], Any]
+"""From an upstream value to the value a consumer of the format decodes."""
+ValueCarrier = Callable[[MySQLType], Carrier]
+"""The :data:`Carrier` of each column type."""
+
+
+def same(value: Any) -> Any:
+    return value
+
+
+def carries_every_value(options: Mapping[str, Any]) -> ValueCarrier:
+    """A format that carries every value as it is, whatever its options."""
+    return lambda mysql_type: same
+
+
+
 @dataclass(frozen=True, slots=True)
 class Codec:
     """A format: its options, decoder and encoder, and how a consumer orders its changes.
@@ -96,6 +114,25 @@ class Codec:
     ``commit_ms_of(change)`` is the commit's physical time (epoch ms) that a change
     without a commit ts carries (Canal-JSON's ``es``, DataWorks' ``eventTime``), from which a commit ts
     can be derived for a format that needs one; None where there is none.
+
+    How its producer lays it out on a topic's partitions (:mod:`cdclake.producer` follows these):
+    rows go by key and watermarks to every partition for every format; a DDL goes to every partition if
+    ``ddl_to_every_partition`` (Open Protocol, Simple), else to partition 0. ``batches``: the encoder
+    packs several events into one message (Open Protocol), so it is given a partition's events at once.
+    ``bootstraps``: rows need their table's schema sent ahead of them as a
+    :class:`~cdclake.model.Bootstrap` (Simple), and the encoder writes rows only of schemas it has
+    encoded. ``heartbeats``: the encoder writes :class:`~cdclake.model.Heartbeat` events (DataWorks'
+    MHEARTBEAT), and so a producer without watermarks still marks its progress. ``sequence_meta(n)``:
+    the meta that names a change the ``n``-th of the whole task, numbered across partitions in commit
+    order (DataWorks' ``sequenceId``); None where the format carries no such number.
+
+    What a consumer gets: ``binary``, messages that are bytes, kept as message files rather than lines
+    of text (:mod:`cdclake.message_files`); ``value_carrier(options)``, for the resolved options, what a
+    consumer decodes of each upstream value (Open Protocol sends an ENUM as its index; see "What this
+    format cannot carry" in docs/formats/).
+
+    ``demo_options`` are the options ``cdclake demo`` uses unless told otherwise (the format at its
+    fullest), ``sample_options`` those its sample stream (:mod:`cdclake.samples`) was encoded with.
     """
 
     name: str
@@ -106,6 +143,15 @@ class Codec:
     sequence_of: Callable[[RowChange | Ddl], str | None] = _no_sequence
     unique_sequences: bool = False
     commit_ms_of: Callable[[RowChange | Ddl], int | None] = _no_commit_ms
+    ddl_to_every_partition: bool = False
+    batches: bool = False
+    bootstraps: bool = False
+    heartbeats: bool = False
+    sequence_meta: Callable[[int], Mapping[str, Any]] | None = None
+    binary: bool = False
+    value_carrier: Callable[[Mapping[str, Any]], ValueCarrier] = carries_every_value
+    demo_options: Mapping[str, str] = field(default_factory=dict)
+    sample_options: Mapping[str, str] = field(default_factory=dict)
 
     def resolve(self, given: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         """Every option of this codec with its value: the defaults, overridden by ``given`` and by

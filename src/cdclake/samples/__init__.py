@@ -2,7 +2,7 @@
 
 They are made by ``bench/make_samples.py`` from one set of events of our own (a small shop: several
 tables, most MySQL types, inserts, updates and deletes, a DDL, watermarks), each encoded by its format's
-codec with the options in :data:`OPTIONS`. JSON formats are one file, ``<format>.jsonl``, one message a
+codec with its codec's ``sample_options``. JSON formats are one file, ``<format>.jsonl``, one message a
 line; binary formats are message files (see :mod:`cdclake.message_files`) named ``<format>-000001.value``
 (and ``.key``) in this directory.
 """
@@ -16,12 +16,6 @@ from cdclake.message_files import read_lines, read_message_directory
 from cdclake.model import RawMessage
 
 DIRECTORY = Path(__file__).resolve().parent
-
-OPTIONS: dict[str, dict[str, str]] = {
-    # Without the TiDB extension Canal-JSON carries neither commit ts nor watermarks.
-    "canal-json": {"enable-tidb-extension": "true"},
-}
-"""The producer options each sample was encoded with, and so must be decoded with."""
 
 
 def lines_file(format_name: str) -> Path:

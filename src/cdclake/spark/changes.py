@@ -31,12 +31,14 @@ Every record carries the coordinates (topic, partition, offset, index) of the me
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from cdclake.claimcheck import decoder_for, handle_key_only_reason
 from cdclake.errors import DecodeError
 from cdclake.eventjson import event_to_json, schema_to_json
 from cdclake.formats import get_codec
@@ -60,6 +62,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 INT64_MAX = 2**63 - 1
+# The last line of a Python traceback, as Spark passes a task's on to the driver, for one of cdclake's errors.
+_TASK_ERROR = re.compile(r"^cdclake(?:\.\w+)+Error: (.+)$", re.MULTILINE)
 _QUIET_KEPT = 64
 
 # (name, Spark SQL type) of every field of a change record, in order.
@@ -228,7 +232,7 @@ class PartitionDecoder:
     """
 
     def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter) -> None:
-        self._decoder = get_codec(format_name).decoder(options)
+        self._decoder = decoder_for(get_codec(format_name), options)
         self._writer = writer
         self._waiting: dict[tuple[int | None, int | None], tuple[RawMessage, PendingRow]] = {}
         # The latest messages that gave no event: a decoder holds at most a few (DataWorks: one update half).
@@ -295,12 +299,18 @@ class PartitionDecoder:
                 writer.add("watermark", event.origin, commit_ts=event.ts)
             case Heartbeat():
                 writer.add("heartbeat", event.origin, commit_ts=event.ts_ms)
-            case LargeMessageRef():
-                reason = (f"a {event.kind.value} message of {event.row.database}.{event.row.table}: the full row "
-                          f"is not in the stream ({event.location or 'read it from the upstream'}); not applied")
-                writer.add_error(message, reason)
+            case LargeMessageRef():  # handle-key-only, with on-handle-key-only=dead-letter
+                writer.add_error(message, f"{handle_key_only_reason(event)}; not applied")
             case _:
                 pass  # transaction marks: the commit ts and watermarks already order everything
+
+
+def decode_task_error(exc: BaseException) -> str | None:
+    """The message of the cdclake error that stopped a decoding task on an executor (a handle-key-only
+    row, :class:`~cdclake.claimcheck.HandleKeyOnlyError`), taken from the exception Spark raises on the
+    driver, which holds the task's traceback as text; None if ``exc`` holds none."""
+    found = _TASK_ERROR.findall(str(exc))
+    return found[-1] if found else None
 
 
 def event_origin(event: Event) -> Origin | None:

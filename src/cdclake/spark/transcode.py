@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cdclake.errors import CdclakeError, OptionError
+from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark.batches import run_batches
 from cdclake.transcode.endpoints import Sink
@@ -70,7 +71,6 @@ from cdclake.transcode.state import (
     prime_of,
     write_dead_letters,
 )
-from cdclake.workload.producer import Router
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -18,7 +18,7 @@ everything of it that is not Spark:
   all in this process, for a stream held in memory, as one batch: the reference the job is tested against.
 
 **Order.** The output is what the target format's producer would have sent for the same upstream:
-the same :class:`~cdclake.workload.producer.Router` lays it out (rows by key, DDL broadcast or to
+the same :class:`~cdclake.producer.Router` lays it out (rows by key, DDL broadcast or to
 partition 0, watermarks to every partition, Simple BOOTSTRAPs, DataWorks sequenceIds, Open batches).
 
 * A source **with watermarks** (Open Protocol, Simple, Canal-JSON with ``enable-tidb-extension``) is

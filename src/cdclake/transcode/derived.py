@@ -16,9 +16,9 @@ from cdclake.model import (
     RowChange,
     TableSchema,
 )
+from cdclake.producer import Router
 from cdclake.schema.ddl import interpret, table_before
 from cdclake.schema.ddl.changes import schema_after
-from cdclake.workload.producer import Router
 
 
 def derived_schema(row: RowChange, version: int) -> TableSchema:

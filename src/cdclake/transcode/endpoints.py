@@ -11,11 +11,11 @@ from urllib.parse import urlsplit
 
 from cdclake.errors import OptionError
 from cdclake.model import RawMessage
+from cdclake.producer import produce_to_kafka, write_captured
 from cdclake.sources.captured import CapturedTopics, is_partition_name, partition_extent
 from cdclake.sources.kafka import KafkaTopics
 from cdclake.sources.ranges import Source
 from cdclake.transcode.spec import TranscodeError
-from cdclake.workload.output import produce_to_kafka, write_captured
 
 # --- where from and where to ---------------------------------------------------------------------------
 

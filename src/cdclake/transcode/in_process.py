@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from cdclake.model import Origin, RawMessage
+from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, PartitionExtent
 from cdclake.transcode.layout import lay_out
 from cdclake.transcode.records import (
@@ -24,7 +25,6 @@ from cdclake.transcode.records import (
 from cdclake.transcode.resolution import BatchFacts, emitted, point_records, resolve_batch
 from cdclake.transcode.spec import TranscodeSpec
 from cdclake.transcode.state import DeadLetter, PartitionProgress, Progress, dead_letter_of
-from cdclake.workload.producer import Router
 
 
 class MessageSource:

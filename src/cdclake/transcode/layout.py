@@ -20,10 +20,10 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
+from cdclake.producer import Router
 from cdclake.transcode.derived import SchemaDeriver
 from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
 from cdclake.transcode.state import DeadLetter
-from cdclake.workload.producer import Router
 
 # --- laying out: one target partition ------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from cdclake.claimcheck import decoder_for, handle_key_only_reason
 from cdclake.errors import DecodeError
 from cdclake.model import (
     Bootstrap,
@@ -34,10 +35,10 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
+from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
 from cdclake.types import MySQLType
-from cdclake.workload.producer import Router
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -133,7 +134,7 @@ class _PartitionReader:
     def __init__(self, spec: TranscodeSpec, writer: RecordWriter, read_until: int) -> None:
         self.spec, self._writer, self._read_until = spec, writer, read_until
         self._codec = spec.source_codec
-        self._decoder = self._codec.decoder(spec.source_options)
+        self._decoder = decoder_for(self._codec, spec.source_options)
         self._stubs = Router(spec.target).sees_every_row
         self._waiting: dict[tuple[int | None, int | None], PendingRow] = {}  # by the message's coordinates
 
@@ -174,9 +175,8 @@ class _PartitionReader:
                 if isinstance(event, RowChange):
                     self._waiting.pop(_coordinates(event.origin), None)  # its schema came in this range
                 self._change(event, message)
-            case LargeMessageRef():
-                self._error(message, f"a {event.kind.value} message of {event.row.database}.{event.row.table}: the "
-                                     f"full row is not in the stream ({event.location or 'read it from the upstream'})")
+            case LargeMessageRef():  # handle-key-only, with on-handle-key-only=dead-letter
+                self._error(message, handle_key_only_reason(event))
             case Watermark():
                 writer.add(WATERMARK, event.origin, ts=event.ts)
             case Heartbeat():

@@ -10,8 +10,7 @@ from typing import Any
 from cdclake.errors import CdclakeError
 from cdclake.formats import get_codec
 from cdclake.formats.base import Codec
-from cdclake.model import Heartbeat
-from cdclake.workload.producer import ProducerSpec
+from cdclake.producer import ProducerSpec
 
 # A TiDB ts is its physical millisecond shifted past these logical bits (see "Derived" in cdclake.transcode).
 _LOGICAL_BITS = 18
@@ -48,7 +47,7 @@ class TranscodeSpec:
     @property
     def target_needs_commit_ts(self) -> bool:
         # The formats with watermarks are those that write a commit ts with every change.
-        return get_codec(self.target.format_name).has_watermarks(self.target.codec_options())
+        return self.target.codec.has_watermarks(self.target.codec_options())
 
     @property
     def keeps_meta(self) -> bool:
@@ -56,11 +55,7 @@ class TranscodeSpec:
 
     @property
     def target_carries_heartbeats(self) -> bool:
-        try:
-            get_codec(self.target.format_name).encoder(self.target.codec_options()).encode([Heartbeat(0)])
-        except CdclakeError:
-            return False
-        return True
+        return self.target.codec.heartbeats
 
     def settings(self) -> dict[str, Any]:
         """The settings as JSON: a progress file made with other settings is refused."""
@@ -87,7 +82,7 @@ class TranscodeSpec:
             if self.target_needs_commit_ts:
                 lines.append(f"{target} needs a commit ts: derived from the source's commit millisecond "
                              "(logical part 0); a change without one is a dead letter")
-        if self.target.sends_bootstraps() and not ProducerSpec(source).sends_bootstraps():
+        if self.target.sends_bootstraps() and not self.source_codec.bootstraps:
             lines.append("Simple rows need their table's schema: derived from the rows' columns and types, key "
                          "columns as primary key, a new version (BOOTSTRAPped) for each new shape; a DDL's from its "
                          "statement")

@@ -13,10 +13,13 @@ docs/workload.md has the whole story::
     expected = workload.oracle().carried(stream.spec.format_name, stream.codec_options)
 """
 
+# The producer rules and the topic writers are the pipeline's (cdclake.producer); the simulator's users
+# get them here too, beside what produces the streams they write.
+from cdclake.producer import ProducerSpec, produce_to_kafka, write_captured
 from cdclake.workload.generator import Commit, Summary, Workload, WorkloadError, WorkloadSpec, physical_ms, tso
+from cdclake.workload.large_messages import shrink_large_messages
 from cdclake.workload.oracle import Oracle, TableState, key_of, value_carrier
-from cdclake.workload.output import produce_to_kafka, write_captured
-from cdclake.workload.producer import ProducerSpec, ResentRange, Stream, messages, produce
+from cdclake.workload.production import ResentRange, Stream, messages, produce
 
 __all__ = [
     "Commit",
@@ -34,6 +37,7 @@ __all__ = [
     "physical_ms",
     "produce",
     "produce_to_kafka",
+    "shrink_large_messages",
     "tso",
     "value_carrier",
     "write_captured",

@@ -11,7 +11,7 @@ or a DDL) has a physical millisecond of its own, so a format that carries only m
 Within one transaction a row key changes at most once, as in TiDB, where a transaction writes one
 version of each row: the changes of a transaction can be applied in any order. An UPDATE may change
 the row's key (``key_update_ratio``); upstream that is one UPDATE, which the producer splits as TiCDC
-does (see :mod:`cdclake.workload.producer`).
+does (see :mod:`cdclake.producer.rules`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from cdclake.workload.values import ValueMaker, below, value_maker
 
 
 class WorkloadError(CdclakeError):
-    """A workload or producer setting that cannot be simulated; says which and why."""
+    """A workload setting that cannot be simulated; says which and why."""
 
 
 def tso(physical_ms: int, logical: int = 0) -> int:

@@ -13,31 +13,19 @@ a consumer that applies the stream and ends with the oracle's rows has applied i
   column-name order; the simulator keeps its rows distinct, so this is a set, not a multiset.
 * :meth:`Oracle.at` is the state as of a commit ts: every commit at or below it, none above; what a
   consumer that has applied the stream up to a resolved ts must hold.
-* :meth:`Oracle.carried` is the same state as a format's consumer can have it (:func:`carried_value`):
+* :meth:`Oracle.carried` is the same state as a format's consumer can have it (:func:`value_carrier`):
   Open Protocol sends an ENUM as its index, DataWorks a DECIMAL as text, and so on.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdclake.formats import get_codec
+from cdclake.formats.base import ValueCarrier
 from cdclake.model import TableSchema
-from cdclake.types import (
-    Family,
-    MySQLType,
-    enum_index,
-    format_date,
-    format_datetime,
-    format_decimal,
-    format_time,
-    format_timestamp,
-    set_bits,
-    zone,
-)
 
 if TYPE_CHECKING:
     from cdclake.workload.generator import Workload
@@ -78,7 +66,7 @@ class Oracle:
 
     def carried(self, format_name: str, options: Mapping[str, Any] | None = None) -> Oracle:
         """This state as a consumer of ``format_name`` can know it, the codec having the options
-        ``options`` (a :class:`~cdclake.workload.producer.Stream`'s ``codec_options``)."""
+        ``options`` (a :class:`~cdclake.workload.production.Stream`'s ``codec_options``)."""
         carry = value_carrier(format_name, options)
         tables = {}
         for name, state in self.tables.items():
@@ -88,59 +76,8 @@ class Oracle:
         return Oracle(self.workload, self.ts, tables)
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
-def _or_null(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda value: None if value is None else convert(value)
-
-
-Carrier = Callable[[Any], Any]
-
-
-def value_carrier(format_name: str, options: Mapping[str, Any] | None = None) -> Callable[[MySQLType], Carrier]:
-    """For each column type, the function from an upstream value to the value a consumer of the
-    format decodes (docs/formats/*.md, "What this format cannot carry"):
-
-    * ``open``, and ``canal-json`` without ``content-compatible``: an ENUM as its 1-based index and a
-      SET as its bitmask (the members are not in the message); everything else as it is.
-    * ``simple``, ``simple-avro``, and ``canal-json`` with ``content-compatible``: every value as it is.
-    * ``dataworks``: a DECIMAL as its text; DATE, DATETIME and TIME as MySQL's text; a TIMESTAMP of
-      fsp 0-3 as the same instant (DataWorks DATE, milliseconds), of fsp 4-6 as wall-clock text in the
-      producer's ``tz``; everything else as it is (integers, BIT and YEAR are LONG; a BIT(1) a BOOLEAN,
-      which decodes to 0 or 1; ENUM and SET member names are STRING).
-    """
-    resolved = get_codec(format_name).resolve(options)
-    if format_name == "dataworks":
-        tz = zone(resolved["tz"])
-        return lambda mtype: _dataworks_carrier(mtype, tz)
-    names_members = format_name in ("simple", "simple-avro") or (
-        format_name == "canal-json" and resolved["content-compatible"]
-    )
-    if names_members:
-        return lambda mtype: _same
-    return _member_numbers
-
-
-def _member_numbers(mtype: MySQLType) -> Callable[[Any], Any]:
-    if mtype.family is Family.ENUM:
-        return _or_null(lambda value: enum_index(mtype, value))
-    if mtype.family is Family.SET:
-        return _or_null(lambda value: set_bits(mtype, value))
-    return _same
-
-
-def _dataworks_carrier(mtype: MySQLType, tz: dt.tzinfo) -> Callable[[Any], Any]:
-    family, fsp = mtype.family, mtype.decimals
-    if family is Family.DECIMAL:
-        return _or_null(format_decimal)
-    if family is Family.DATE:
-        return _or_null(format_date)
-    if family is Family.DATETIME:
-        return _or_null(lambda value: format_datetime(value, fsp))
-    if family is Family.TIME:
-        return _or_null(lambda value: format_time(value, fsp))
-    if family is Family.TIMESTAMP and (fsp is None or fsp > 3):
-        return _or_null(lambda value: format_timestamp(value, tz, fsp))
-    return _same
+def value_carrier(format_name: str, options: Mapping[str, Any] | None = None) -> ValueCarrier:
+    """For each column type, the function from an upstream value to the value a consumer of the format
+    decodes, with ``options`` (the format's codec says: :attr:`~cdclake.formats.base.Codec.value_carrier`)."""
+    codec = get_codec(format_name)
+    return codec.value_carrier(codec.resolve(options))

@@ -29,11 +29,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool
+from cdclake.formats.base import TZ_OPTION, Codec, Option, ValueCarrier, carries_every_value, parse_bool
 from cdclake.formats.canal_json.decoder import CanalJsonDecoder
 from cdclake.formats.canal_json.encoder import CanalJsonEncoder, _meta_int
 from cdclake.formats.canal_json.wire import FORMAT
+from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
+from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.model import Ddl, RowChange
 
 
@@ -53,6 +55,16 @@ def _commit_ms_of(change: RowChange | Ddl) -> int | None:
     return _meta_int(change.meta, "es") if change.commit_ts is None else None
 
 
+def _value_carrier(options: Mapping[str, Any]) -> ValueCarrier:
+    """TiCDC's ``mysqlType`` names only ENUM or SET, its values are the member numbers; with
+    ``content-compatible`` the full type names the members and the values are their names."""
+    compatible = options["content-compatible"]
+    return carries_every_value(options) if compatible else carries_member_numbers(options)
+
+
+# Without the TiDB extension Canal-JSON carries neither commit ts nor watermarks.
+_WITH_TIDB_EXTENSION = {"enable-tidb-extension": "true"}
+
 OPTIONS: dict[str, Option] = {
     "enable-tidb-extension": Option(
         False,
@@ -67,6 +79,7 @@ OPTIONS: dict[str, Option] = {
     "only-output-updated-columns": Option(False, "write only the changed columns of an UPDATE in old", parse_bool),
     "large-message-handle-compression": COMPRESSION_OPTION,
     "tz": TZ_OPTION,
+    **LARGE_MESSAGE_OPTIONS,
 }
 
 CODEC = Codec(
@@ -77,6 +90,9 @@ CODEC = Codec(
     has_watermarks=_has_watermarks,
     sequence_of=_sequence_of,
     commit_ms_of=_commit_ms_of,
+    value_carrier=_value_carrier,
+    demo_options=_WITH_TIDB_EXTENSION,
+    sample_options=_WITH_TIDB_EXTENSION,
 )
 
 __all__ = ["CODEC", "OPTIONS", "CanalJsonDecoder", "CanalJsonEncoder"]

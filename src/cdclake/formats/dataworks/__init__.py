@@ -17,6 +17,7 @@ from __future__ import annotations
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool
 from cdclake.formats.dataworks.decoder import DataWorksDecoder
 from cdclake.formats.dataworks.encoder import DataWorksEncoder
+from cdclake.formats.dataworks.values import value_carrier
 from cdclake.formats.dataworks.wire import BEFORE_OPS, FORMAT
 from cdclake.model import Ddl, RowChange
 
@@ -33,6 +34,12 @@ def _commit_ms_of(change: RowChange | Ddl) -> int | None:
     timestamp = change.meta.get("timestamp")
     event_time = timestamp.get("eventTime") if isinstance(timestamp, dict) else None
     return event_time if type(event_time) is int and event_time >= 0 else None
+
+
+def _sequence_meta(number: int) -> dict[str, str]:
+    """The task's ``number``-th change's ``sequenceId``: 19 digits, as DataWorks writes them, so that
+    text order is number order."""
+    return {"sequenceId": f"{number:019d}"}
 
 
 OPTIONS: dict[str, Option] = {
@@ -62,6 +69,11 @@ CODEC = Codec(
     sequence_of=_sequence_of,
     unique_sequences=True,
     commit_ms_of=_commit_ms_of,
+    heartbeats=True,
+    # One counter for the whole sync task, whatever the partition: having no watermark, a consumer
+    # orders changes across partitions by it.
+    sequence_meta=_sequence_meta,
+    value_carrier=value_carrier,
 )
 
 __all__ = ["CODEC", "OPTIONS", "DataWorksDecoder", "DataWorksEncoder"]

@@ -1,6 +1,6 @@
 """One column's value in a DataWorks message: the readers of each DataWorks type's JSON value (and the
 exact second reading of a message whose LONG orjson rounded), the DataWorks type a MySQL type is written
-as, and the writers of a Python value as that type.
+as, the writers of a Python value as that type, and what a consumer gets of an upstream value.
 """
 
 from __future__ import annotations
@@ -16,8 +16,20 @@ from typing import Any
 
 import orjson
 
+from cdclake.formats.base import Carrier, ValueCarrier, same
+from cdclake.formats.carried import or_null
 from cdclake.formats.dataworks.wire import BOOLEAN, BYTES, DATE, DOUBLE, LONG, STRING, _show
-from cdclake.types import Family, MySQLType, ZeroTemporal
+from cdclake.types import (
+    Family,
+    MySQLType,
+    ZeroTemporal,
+    format_date,
+    format_datetime,
+    format_decimal,
+    format_time,
+    format_timestamp,
+    zone,
+)
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MILLISECOND = dt.timedelta(milliseconds=1)
@@ -201,3 +213,31 @@ def _same_double(text: Any, value: Any) -> bool:
         return False
     number = float(text)
     return number == value or (math.isnan(number) and math.isnan(value))
+
+
+# --- what a consumer gets of an upstream value -------------------------------------------------------
+
+
+def value_carrier(options: Mapping[str, Any]) -> ValueCarrier:
+    """What a DataWorks consumer decodes of each value (docs/formats/dataworks.md): a DECIMAL as its
+    text; DATE, DATETIME and TIME as MySQL's text; a TIMESTAMP of fsp 0-3 as the same instant (DataWorks
+    DATE, milliseconds), of fsp 4-6 as wall-clock text in the producer's ``tz``; everything else as it
+    is (integers, BIT and YEAR are LONG; a BIT(1) a BOOLEAN, which decodes to 0 or 1; ENUM and SET
+    member names are STRING)."""
+    tz = zone(options["tz"])
+    return lambda mysql_type: _carrier(mysql_type, tz)
+
+
+def _carrier(mysql_type: MySQLType, tz: dt.tzinfo) -> Carrier:
+    family, fsp = mysql_type.family, mysql_type.decimals
+    if family is Family.DECIMAL:
+        return or_null(format_decimal)
+    if family is Family.DATE:
+        return or_null(format_date)
+    if family is Family.DATETIME:
+        return or_null(lambda value: format_datetime(value, fsp))
+    if family is Family.TIME:
+        return or_null(lambda value: format_time(value, fsp))
+    if family is Family.TIMESTAMP and (fsp is None or fsp > 3):
+        return or_null(lambda value: format_timestamp(value, tz, fsp))
+    return same

@@ -27,7 +27,9 @@ from typing import Any
 
 from cdclake.errors import OptionError
 from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool, parse_int
+from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
+from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.formats.open_protocol.decoder import OpenDecoder
 from cdclake.formats.open_protocol.encoder import OpenEncoder
 from cdclake.formats.open_protocol.wire import FORMAT
@@ -58,6 +60,7 @@ OPTIONS: dict[str, Option] = {
         True, 'write an update\'s old image as "p" (sink.open.output-old-value; encoder)', parse_bool
     ),
     "only-output-updated-columns": Option(False, 'write only the changed columns in "p" (encoder)', parse_bool),
+    **LARGE_MESSAGE_OPTIONS,
 }
 
 CODEC = Codec(
@@ -65,6 +68,11 @@ CODEC = Codec(
     options=OPTIONS,
     make_decoder=OpenDecoder,
     make_encoder=OpenEncoder,
+    ddl_to_every_partition=True,
+    batches=True,
+    binary=True,
+    # An ENUM's index and a SET's bitmask: the column's type code says no more than ENUM or SET.
+    value_carrier=carries_member_numbers,
 )
 
 __all__ = ["CODEC", "OPTIONS", "OpenDecoder", "OpenEncoder"]

@@ -14,8 +14,11 @@ The two codecs differ only in their wire: the codec name fixes TiCDC's ``encodin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cdclake.formats.base import TZ_OPTION, Codec, Option
 from cdclake.formats.compression import COMPRESSION_OPTION
+from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.formats.simple.decoder import SimpleDecoder
 from cdclake.formats.simple.encoder import SimpleEncoder
 from cdclake.formats.simple.wire import AvroWire, JsonWire
@@ -23,6 +26,7 @@ from cdclake.formats.simple.wire import AvroWire, JsonWire
 OPTIONS: dict[str, Option] = {
     "large-message-handle-compression": COMPRESSION_OPTION,
     "tz": TZ_OPTION,
+    **LARGE_MESSAGE_OPTIONS,
 }
 
 _JSON = JsonWire()
@@ -33,13 +37,16 @@ JSON_CODEC = Codec(
     options=OPTIONS,
     make_decoder=lambda options: SimpleDecoder(_JSON, options),
     make_encoder=lambda options: SimpleEncoder(_JSON, options),
+    ddl_to_every_partition=True,
+    bootstraps=True,
 )
 
-AVRO_CODEC = Codec(
+AVRO_CODEC = replace(
+    JSON_CODEC,
     name="simple-avro",
-    options=OPTIONS,
     make_decoder=lambda options: SimpleDecoder(_AVRO, options),
     make_encoder=lambda options: SimpleEncoder(_AVRO, options),
+    binary=True,
 )
 
 __all__ = ["AVRO_CODEC", "JSON_CODEC", "SimpleDecoder", "SimpleEncoder"]

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from cdclake.model import Origin, RawMessage
+from cdclake.producer import ProducerError, produce_to_kafka
+from cdclake.producer import write_captured as write
 from cdclake.sources.captured import CapturedTopics, read_partition
 from cdclake.sources.kafka import KafkaTopics
 from cdclake.sources.ranges import OffsetRange
-from cdclake.workload import Stream, Workload, WorkloadError, WorkloadSpec, messages, produce, produce_to_kafka
-from cdclake.workload import write_captured as write
+from cdclake.workload import Stream, Workload, WorkloadSpec, messages, produce
 from tests.kafka import Kafka
 
 
@@ -49,5 +50,5 @@ def test_kafka_gets_each_message_in_its_partition(stream: Stream, kafka: Kafka) 
 
 
 def test_a_message_without_a_partition_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match="without a partition"):
+    with pytest.raises(ProducerError, match="without a partition"):
         write([RawMessage(None, b"x", Origin(file="f"))], tmp_path, "t")

@@ -1,8 +1,8 @@
 """Where a produced stream goes: a captured topic on disk, or a Kafka topic.
 
-Both take any iterable of messages whose origins name their partition (a
-:class:`~cdclake.workload.producer.Stream`, or :func:`~cdclake.workload.producer.messages` for a
-stream too large to hold), and keep each partition's messages in order.
+Both take any iterable of messages whose origins name their partition (the transcoder's, or the
+simulator's :class:`~cdclake.workload.production.Stream` and :func:`~cdclake.workload.production.messages`
+for a stream too large to hold), and keep each partition's messages in order.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.model import RawMessage
+from cdclake.producer.rules import ProducerError
 from cdclake.sources.captured import CapturedTopicWriter
-from cdclake.workload.generator import WorkloadError
 
 _POLL_EVERY = 10_000  # messages between two polls, which serve delivery reports and free the queue
 
 
 def _partition(message: RawMessage) -> int:
     if message.origin is None or message.origin.partition is None:
-        raise WorkloadError(f"a message without a partition in its origin cannot be placed: {message.origin}")
+        raise ProducerError(f"a message without a partition in its origin cannot be placed: {message.origin}")
     return message.origin.partition
 
 
@@ -42,7 +42,7 @@ def produce_to_kafka(messages: Iterable[RawMessage], config: Mapping[str, Any], 
     The producer is idempotent unless ``config`` says otherwise, so that a retry neither duplicates nor
     reorders a partition's messages: duplicates belong in the stream only where it puts them.
     """
-    # Imported here: the rest of the workload package (and whoever imports it) does not need Kafka.
+    # Imported here: the rest of the producer package (and whoever imports it) does not need Kafka.
     from confluent_kafka import KafkaError, Producer
 
     failures: list[str] = []
@@ -67,8 +67,8 @@ def produce_to_kafka(messages: Iterable[RawMessage], config: Mapping[str, Any], 
             producer.poll(0)
     remaining = producer.flush(60)
     if remaining:
-        raise WorkloadError(f"Kafka topic {topic}: {remaining} of {sent} messages not acknowledged after 60 s")
+        raise ProducerError(f"Kafka topic {topic}: {remaining} of {sent} messages not acknowledged after 60 s")
     if failures:
-        raise WorkloadError(f"Kafka topic {topic}: {len(failures)} of {sent} messages not delivered; first: "
+        raise ProducerError(f"Kafka topic {topic}: {len(failures)} of {sent} messages not delivered; first: "
                             f"{failures[0]}")
     return sent
