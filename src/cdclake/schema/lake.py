@@ -58,6 +58,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -267,6 +268,23 @@ def _text(value: Any) -> str:
 def quote(name: str) -> str:
     """A Spark SQL identifier: backquoted, backquotes doubled."""
     return "`" + name.replace("`", "``") + "`"
+
+
+_QUOTED_PART = re.compile(r"`((?:[^`]|``)*)`(?:\.|$)")
+
+
+def unquote_parts(identifier: str) -> list[str]:
+    """The names of a multipart identifier whose every part :func:`quote` wrote, joined by ".": a
+    name may hold "." or a backquote, so the text is read part by part, not split."""
+    parts = []
+    position = 0
+    while position < len(identifier):
+        match = _QUOTED_PART.match(identifier, position)
+        if match is None:
+            raise ValueError(f"not an identifier of quoted parts: {identifier!r}")
+        parts.append(match.group(1).replace("``", "`"))
+        position = match.end()
+    return parts
 
 
 def sql_string(text: str) -> str:
