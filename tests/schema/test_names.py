@@ -89,9 +89,11 @@ def test_a_quoted_identifier_is_read_back_part_by_part(parts: list[str]) -> None
     assert unquote_parts(".".join(quote(part) for part in parts)) == parts
 
 
-def test_an_identifier_not_written_by_quote_is_not_read() -> None:
-    with pytest.raises(ValueError, match="not an identifier of quoted parts"):
-        unquote_parts("lake.ns.t")
+def test_plain_parts_are_read_too_and_a_broken_identifier_is_not() -> None:
+    assert unquote_parts("lake.ns.`a.b`") == ["lake", "ns", "a.b"]
+    for broken in ("lake.`ns", "lake..t", "lake.n`s"):
+        with pytest.raises(ValueError, match="not a multipart identifier"):
+            unquote_parts(broken)
 
 
 def test_a_row_whose_columns_differ_only_in_case_is_an_error_record() -> None:

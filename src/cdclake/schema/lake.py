@@ -270,19 +270,21 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-_QUOTED_PART = re.compile(r"`((?:[^`]|``)*)`(?:\.|$)")
+_PART = re.compile(r"(?:`((?:[^`]|``)*)`|([^.`]+))(?:\.|$)")
 
 
 def unquote_parts(identifier: str) -> list[str]:
-    """The names of a multipart identifier whose every part :func:`quote` wrote, joined by ".": a
-    name may hold "." or a backquote, so the text is read part by part, not split."""
+    """The names of a multipart identifier, its parts joined by ".", each as :func:`quote` writes it
+    or a plain name: a quoted name may hold "." or a backquote, so the text is read part by part,
+    not split."""
     parts = []
     position = 0
     while position < len(identifier):
-        match = _QUOTED_PART.match(identifier, position)
+        match = _PART.match(identifier, position)
         if match is None:
-            raise ValueError(f"not an identifier of quoted parts: {identifier!r}")
-        parts.append(match.group(1).replace("``", "`"))
+            raise ValueError(f"not a multipart identifier: {identifier!r}")
+        quoted, plain = match.groups()
+        parts.append(plain if quoted is None else quoted.replace("``", "`"))
         position = match.end()
     return parts
 
