@@ -86,8 +86,8 @@ from cdclake.spark.ordering import Facts, Ordering
 from cdclake.spark.planning import TablePlanner
 from cdclake.spark.progress import prune_primes
 from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
-from cdclake.spark.replicate import status as replicate_status
 from cdclake.spark.session import build_session
+from cdclake.spark.status import status as replicate_status
 from cdclake.workload import Workload, WorkloadSpec, messages, produce_to_kafka, write_captured
 
 ROOT = Path(__file__).resolve().parents[1]

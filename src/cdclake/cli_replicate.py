@@ -25,8 +25,8 @@ from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
 from cdclake.spark.changes import decode_task_error
 from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, Replicator
-from cdclake.spark.replicate import status as job_status
 from cdclake.spark.session import build_session, new_log_file
+from cdclake.spark.status import status as job_status
 
 if TYPE_CHECKING:
     from cdclake.sinks.base import TableComparison

@@ -58,6 +58,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -267,6 +268,25 @@ def _text(value: Any) -> str:
 def quote(name: str) -> str:
     """A Spark SQL identifier: backquoted, backquotes doubled."""
     return "`" + name.replace("`", "``") + "`"
+
+
+_PART = re.compile(r"(?:`((?:[^`]|``)*)`|([^.`]+))(?:\.|$)")
+
+
+def unquote_parts(identifier: str) -> list[str]:
+    """The names of a multipart identifier, its parts joined by ".", each as :func:`quote` writes it
+    or a plain name: a quoted name may hold "." or a backquote, so the text is read part by part,
+    not split."""
+    parts = []
+    position = 0
+    while position < len(identifier):
+        match = _PART.match(identifier, position)
+        if match is None:
+            raise ValueError(f"not a multipart identifier: {identifier!r}")
+        quoted, plain = match.groups()
+        parts.append(plain if quoted is None else quoted.replace("``", "`"))
+        position = match.end()
+    return parts
 
 
 def sql_string(text: str) -> str:

@@ -55,6 +55,7 @@ from cdclake.model import (
     Watermark,
 )
 from cdclake.schema.lake import lake_text_function
+from cdclake.schema.names import case_collisions
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.types import MySQLType
 
@@ -132,15 +133,18 @@ class _ImageWriter:
     def __init__(self) -> None:
         # Keyed by id(): decoders share one types mapping per table version. The mapping itself is kept
         # in the value so that its id cannot be reused while cached.
-        self._plans: dict[int, tuple[Mapping[str, MySQLType], str, dict[str, Callable[[Any], str | None]]]] = {}
+        self._plans: dict[int, tuple[Mapping[str, MySQLType], str, dict[str, Callable[[Any], str | None]],
+                                     str | None]] = {}
 
-    def plan(self, types: Mapping[str, MySQLType]) -> tuple[str, dict[str, Callable[[Any], str | None]]]:
+    def plan(self, types: Mapping[str, MySQLType]) -> tuple[str, dict[str, Callable[[Any], str | None]], str | None]:
+        """The columns' JSON, each column's lake text function, and why the columns cannot make a table
+        (None if they can)."""
         cached = self._plans.get(id(types))
         if cached is None or cached[0] is not types:
             columns = orjson.dumps({name: str(mtype) for name, mtype in types.items()}).decode()
             texts = {name: lake_text_function(mtype) for name, mtype in types.items()}
-            cached = self._plans[id(types)] = (types, columns, texts)
-        return cached[1], cached[2]
+            cached = self._plans[id(types)] = (types, columns, texts, _column_problem(types))
+        return cached[1], cached[2], cached[3]
 
     @staticmethod
     def image(values: Mapping[str, Any] | None, texts: Mapping[str, Callable[[Any], str | None]]) -> dict[str, Any]:
@@ -148,6 +152,16 @@ class _ImageWriter:
             return {}
         return {name: (None if value is None else texts[name](value) if name in texts else str(value))
                 for name, value in values.items()}
+
+
+def _column_problem(names: Iterable[str]) -> str | None:
+    """Why columns so named cannot be one table's: two that differ only in case, which MySQL's (and
+    Spark's) column names do not tell apart, so MySQL never sends them."""
+    pairs = case_collisions(names)
+    if not pairs:
+        return None
+    return "columns that differ only in case, which MySQL cannot have in one table: " + ", ".join(
+        f"{first!r} and {second!r}" for first, second in pairs)
 
 
 def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:
@@ -183,7 +197,9 @@ class ChangeWriter:
         if row.after is None and row.before is None:
             what = f"a {row.op.value} of {row.database}.{row.table} with no row image"
             raise DecodeError("cdclake", what, row.origin)
-        columns, texts = self._images.plan(row.types)
+        columns, texts, problem = self._images.plan(row.types)
+        if problem is not None:
+            raise DecodeError("cdclake", f"a row of {row.database}.{row.table} with {problem}", row.origin)
         before = self._images.image(row.before, texts)
         after = self._images.image(row.after, texts)
         partial = row.after is not None and not after.keys() >= texts.keys()

@@ -38,8 +38,8 @@ class SchemaWaitError(CdclakeError):
 @dataclass
 class Facts:
     """What the driver needs of a batch's decoded records beyond the rows, gathered in one pass: the
-    newest watermark and heartbeat per partition, schemas bootstrapped, messages to carry, and where
-    each undecodable message is."""
+    newest watermark and heartbeat per partition, schemas bootstrapped, messages to carry, where each
+    undecodable message is, and the tables and DDLs the naming rule judges (:mod:`.refusals`)."""
 
     watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
     heartbeats: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -48,6 +48,9 @@ class Facts:
         default_factory=dict)
     errors: list[str] = field(default_factory=list)
     sequences: dict[tuple[str, int], int] = field(default_factory=dict)  # the newest read, per partition
+    tables: set[tuple[str, str]] = field(default_factory=set)  # named by a row
+    ddls: list[Any] = field(default_factory=list)  # the DDL records: coordinates and event
+    _error_places: list[tuple[str, int, int, str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, decoded: DataFrame, sequences: bool = False) -> Facts:
@@ -55,10 +58,10 @@ class Facts:
         from pyspark.sql import functions as F
 
         facts = cls()
-        errors: list[tuple[str, int, int, str]] = []
-        fields = ("kind", "topic", "partition", "offset", "commit_ts", "database", "table", "sequence", "event",
-                  "timestamp_ms", "reason")
-        wanted = decoded.filter("kind NOT IN ('row', 'ddl')").select(
+        errors = []
+        fields = ("kind", "topic", "partition", "offset", "index", "commit_ts", "database", "table", "sequence",
+                  "event", "timestamp_ms", "reason")
+        wanted = decoded.filter("kind != 'row'").select(
             *fields,
             F.when(F.col("kind") == "carry", F.col("raw_key")).alias("raw_key"),
             F.when(F.col("kind") == "carry", F.col("raw_value")).alias("raw_value"))
@@ -67,6 +70,8 @@ class Facts:
                       .agg(F.max(F.col("sequence").cast("decimal(38,0)")).cast("string").alias("sequence"))
                       .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence"))
             wanted = wanted.unionByName(newest, allowMissingColumns=True)
+        named = decoded.filter("kind = 'row'").select(F.lit("table").alias("kind"), "database", "table").distinct()
+        wanted = wanted.unionByName(named, allowMissingColumns=True)
         for row in wanted.collect():
             kind, tp = row["kind"], (row["topic"], row["partition"])
             if kind == "sequence":
@@ -79,11 +84,23 @@ class Facts:
                 facts.bootstraps.append(schema_from_json(orjson.loads(row["event"])))
             elif kind == "carry":
                 facts.carried.setdefault(tp, []).append(carried_from_record(row))
+            elif kind == "ddl":
+                facts.ddls.append(row)
+            elif kind == "table":
+                facts.tables.add((row["database"] or "", row["table"] or ""))
             elif kind == "error":
-                errors.append((row["topic"], row["partition"], row["offset"],
-                               f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}"))
-        facts.errors = [text for *_, text in sorted(errors)]  # in stream order: the first is the first read
+                errors.append(row)
+        facts.add_errors(errors)
         return facts
+
+    def add_errors(self, rows: Sequence[Any]) -> None:
+        """Count error records (topic, partition, offset, reason) among the batch's, in stream order: the
+        first of :attr:`errors` is the first read."""
+        self._error_places.extend((row["topic"], row["partition"], row["offset"],
+                                   f"{row['topic']}[{row['partition']}]@{row['offset']}: {row['reason']}")
+                                  for row in rows)
+        self._error_places.sort()
+        self.errors = [text for *_, text in self._error_places]
 
 
 

@@ -45,6 +45,7 @@ from cdclake.schema.ddl.changes import (
     TruncateTable,
     schema_after,
 )
+from cdclake.schema.names import Naming
 from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
 from cdclake.sinks import check_url as check_sink_url
 from cdclake.sinks import open_sink
@@ -57,6 +58,7 @@ from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_t
 from cdclake.spark.ordering import Facts, Ordering, net_changes
 from cdclake.spark.planning import Segment, TablePlanner, TableWork
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
+from cdclake.spark.refusals import refuse_tables
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -130,6 +132,11 @@ class ReplicateConfig:
                     re.compile(pattern)
                 except re.error as exc:
                     raise OptionError(f"{name}={pattern!r}: not a regular expression: {exc}") from None
+        self.naming().check()
+
+    def naming(self) -> Naming:
+        """Where the job puts each upstream table, and which it refuses (:mod:`cdclake.schema.names`)."""
+        return Naming(self.namespace, self.target_namespace, self.table_mapping)
 
 
 @dataclass
@@ -160,6 +167,7 @@ class Replicator:
         self.ordering = Ordering(spark, self.watermarks, self.codec.unique_sequences, config.include,
                                  config.exclude, config.schema_wait_s)
         self.planner = TablePlanner(self.ordering)
+        self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
         self._paces = PaceTracker()
         self._expired_at = time.monotonic()
@@ -284,9 +292,10 @@ class Replicator:
 
         # Deserialized, as Spark caches a DataFrame by default: its cached form is compressed column
         # batches already, and PySpark's MEMORY_AND_DISK serializes those again (BENCHMARKS.md).
-        decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        cached = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
-            facts = Facts.of(decoded, sequences=not self.watermarks)
+            facts = Facts.of(cached, sequences=not self.watermarks)
+            decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
             killpoints.reached("decoded")
             report.records = sum(r.size for r in ranges)
             report.dead_letters = len(facts.errors)
@@ -315,7 +324,7 @@ class Replicator:
             self.sink.commit(state, batch, None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES))
             killpoints.reached("committed")
         finally:
-            decoded.unpersist()
+            cached.unpersist()
 
     def _apply_changes(self, state: JobState, applicable: DataFrame, decoded: DataFrame, facts: Facts, batch: int,
                        recovering: bool, resolved: int | None, report: BatchReport) -> None:
@@ -505,13 +514,9 @@ class Replicator:
         return TableState(renamed, target, known.applied_ts)
 
     def _target(self, database: str, table: str) -> str:
-        """The sink's table for the upstream ``database.table``, by ``table_mapping`` or ``target_namespace``."""
-        mapped = self.config.table_mapping.get(f"{database}.{table}")
-        if mapped is not None:
-            namespace, _, name = mapped.rpartition(".")
-        else:
-            namespace, name = self.config.target_namespace.format(database=database), table
-        return self.sink.target(namespace, name)
+        """The sink's table for the upstream ``database.table`` (:class:`Naming`: the batch's records of a
+        table it refuses were made dead letters, so every table asked for here has one)."""
+        return self.sink.target(*self.naming.target(database, table))
 
     def _carry_on(self, state: JobState, facts: Facts, ranges: list[OffsetRange]) -> None:
         """The carried messages after this batch: the decoded partitions' new ones, plus their schema
@@ -578,22 +583,3 @@ def _not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[Sche
         kept.append(change)
         names = {c.name.lower() for c in (schema_after(schema, kept) or schema).columns}
     return kept
-
-
-def status(spark: SparkSession, catalog: str = "lake", namespace: str = "cdclake",
-           source: Source | None = None, sink_url: str | None = None) -> dict[str, Any]:
-    """Per table the applied resolved ts, rows and last commit; per partition the committed offset and
-    (with ``source``) the lag. ``sink_url`` names the job's sink if not Iceberg tables of ``catalog``."""
-    sink = open_sink(spark, sink_url, namespace) if sink_url is not None else IcebergSink(spark, catalog, namespace)
-    state, _ = sink.load_state()
-    extents = source.extents() if source is not None else {}
-    tables = [{"upstream": f"{database}.{table}", "lake_table": known.lake_table, "applied_ts": known.applied_ts,
-               **sink.table_status(known.lake_table)}
-              for (database, table), known in sorted(state.tables.items())]
-    partitions = []
-    for (topic, partition), position in sorted(state.positions.items()):
-        extent = extents.get((topic, partition))
-        partitions.append({"topic": topic, "partition": partition, "offset": position.next_offset,
-                           "watermark": position.watermark,
-                           "lag": None if extent is None else extent.high - position.next_offset})
-    return {"batch": state.batch, "tables": tables, "partitions": partitions}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdclake.model import TableSchema
-from cdclake.schema.lake import lake_cast, lake_type, quote, sql_string
+from cdclake.schema.lake import lake_cast, lake_type, quote, sql_string, unquote_parts
 from cdclake.sinks.iceberg.commit import with_commit_properties
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ BATCH_PROPERTY = "cdclake.batch"
 STEP_PROPERTY = "cdclake.step"
 RESOLVED_PROPERTY = "cdclake.resolved-ts"
 KEY_PROPERTY = "cdclake.key-columns"
+ROW = "_row"  # typed_source's struct of a table's columns
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def table_exists(spark: SparkSession, ident: str) -> bool:
 def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings: WriteSettings) -> None:
     """The mirror of ``schema``, if it does not exist yet. Every column is nullable: a delete's image
     or a partial update may lack any of them, and Iceberg cannot relax a required column later."""
-    namespace = ident.rsplit(".", 1)[0]
+    namespace = ".".join(quote(part) for part in unquote_parts(ident)[:-1])
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     columns = ", ".join(f"{quote(c.name)} {lake_type(c.type)}" for c in schema.columns)
     mode = settings.write_mode
@@ -72,8 +73,11 @@ def last_step(spark: SparkSession, ident: str) -> tuple[int, int]:
 
 
 def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False) -> DataFrame:
-    """The net changes with the table's columns typed, and, unless every image holds every column
-    (``whole_images``), ``_absent``: the columns an image lacks."""
+    """The net changes as ``_op`` and ``_row``, a struct of the table's columns typed, and, unless every
+    image holds every column (``whole_images``), ``_absent``: the columns an image lacks.
+
+    The table's columns are fields of ``_row``, never columns beside the job's own: a table may have a
+    column named ``_op`` or ``_absent`` (any name MySQL allows), and it must not shadow them."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -81,13 +85,13 @@ def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False
         # Parsed straight into the table's fields: cheaper than building a map of every image.
         fields = StructType([StructField(c.name, StringType()) for c in schema.columns])
         parsed = net.withColumn("_s", F.from_json("_image", fields))
-        return parsed.select(F.col("_op"), *(F.expr(lake_cast(f"_s.{quote(c.name)}", c.type)).alias(c.name)
-                                             for c in schema.columns))
+        row = F.struct(*(F.expr(lake_cast(f"_s.{quote(c.name)}", c.type)).alias(c.name) for c in schema.columns))
+        return parsed.select(F.col("_op"), row.alias(ROW))
     parsed = net.withColumn("_m", F.from_json("_image", "map<string,string>"))
-    columns = [F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns]
+    row = F.struct(*(F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns))
     names = ", ".join(sql_string(c.name) for c in schema.columns)
     absent = F.expr(f"filter(array({names}), x -> NOT map_contains_key(_m, x))").alias("_absent")
-    return parsed.select(F.col("_op"), absent, *columns)
+    return parsed.select(F.col("_op"), absent, row.alias(ROW))
 
 
 @dataclass(frozen=True)
@@ -104,13 +108,13 @@ class MergeClauses:
 
 def merge_clauses(target: str, source: str, schema: TableSchema, whole_images: bool = False) -> MergeClauses:
     keys = schema.key_columns or tuple(c.name for c in schema.columns)
-    on = " AND ".join(f"{target}.{quote(k)} <=> {source}.{quote(k)}" for k in keys)
+    on = " AND ".join(f"{target}.{quote(k)} <=> {source}.{ROW}.{quote(k)}" for k in keys)
     updates = {}
     for c in schema.columns:
-        column, new = quote(c.name), f"{source}.{quote(c.name)}"
+        column, new = quote(c.name), f"{source}.{ROW}.{quote(c.name)}"
         updates[column] = new if whole_images else (
             f"CASE WHEN array_contains({source}._absent, {sql_string(c.name)}) THEN {target}.{column} ELSE {new} END")
-    inserts = {quote(c.name): f"{source}.{quote(c.name)}" for c in schema.columns}
+    inserts = {quote(c.name): f"{source}.{ROW}.{quote(c.name)}" for c in schema.columns}
     return MergeClauses(on, updates, inserts)
 
 
@@ -173,8 +177,10 @@ def _merge_with_dataframe_api(spark: SparkSession, ident: str, schema: TableSche
 def upserted_rows(net: DataFrame, schema: TableSchema, whole_images: bool = True) -> DataFrame:
     """The rows ``net`` inserts or updates, typed as :func:`typed_source` types them, in the table's
     columns: deletes left out, and a column an image lacks null."""
+    from pyspark.sql import functions as F
+
     return (typed_source(net, schema, whole_images).filter("_op != 'delete'")
-            .select(*(quote(c.name) for c in schema.columns)))
+            .select(*(F.col(ROW).getField(c.name).alias(c.name) for c in schema.columns)))
 
 
 def append_changes(spark: SparkSession, ident: str, schema: TableSchema, net: DataFrame,

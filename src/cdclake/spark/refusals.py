@@ -1,0 +1,95 @@
+"""A batch's changes to tables the naming rule refuses (:mod:`cdclake.schema.names`), made dead letters.
+
+The rule is decided on the driver, from what the batch's other facts gather (:class:`Facts`): the
+tables its rows name, and its DDL records. A row is refused with its table; a DDL when any table it
+names is refused: its own, or one it creates or renames a table to (which its SQL may name, not its
+record). The refused records become ``error`` records before the batch is ordered, so that they are
+neither applied, nor kept pending, nor in the changelog, and go to the dead letters with the batch's
+undecodable messages, one per message and reason, with their coordinates; their raw bytes are not at
+hand there (change records do not carry them), so such a dead letter holds none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdclake.errors import CdclakeError
+from cdclake.eventjson import event_from_json
+from cdclake.model import Ddl
+from cdclake.schema.ddl import interpret
+from cdclake.schema.ddl.changes import CreateTable, RenameTable
+from cdclake.schema.names import Naming
+from cdclake.spark.changes import CHANGE_NAMES
+from cdclake.spark.ordering import Facts
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+Wanted = Callable[[tuple[str, str]], bool]
+
+
+def refuse_tables(decoded: DataFrame, facts: Facts, naming: Naming, wanted: Wanted) -> DataFrame:
+    """``decoded`` with the rows and DDLs of ``wanted`` tables (those the job selects) that ``naming``
+    refuses made error records, counted in ``facts.errors``; the BOOTSTRAPs of refused tables taken
+    out of ``facts`` (a schema, no change: nothing to dead-letter). ``decoded`` itself when nothing
+    is refused."""
+    from pyspark.sql import functions as F
+
+    facts.bootstraps = [schema for schema in facts.bootstraps if naming.refusal(schema.database, schema.table) is None]
+    tables = {key: why for key in facts.tables if wanted(key) and (why := naming.refusal(*key)) is not None}
+    ddls = [(record, why) for record in facts.ddls if (why := _ddl_refusal(record, naming, wanted)) is not None]
+    if not tables and not ddls:
+        return decoded
+    reason = F.lit(None).cast("string")
+    for record, because in ddls:
+        at = [F.col(name) == record[name] for name in ("topic", "partition", "offset", "index")]
+        reason = F.when((F.col("kind") == "ddl") & at[0] & at[1] & at[2] & at[3], F.lit(because)).otherwise(reason)
+    marked = decoded.withColumn("_refused", F.coalesce(reason, _row_refusal(decoded, tables)))
+    refusing = F.col("_refused").isNotNull()
+    remade = {"kind": F.lit("error"), "reason": F.col("_refused")}
+    dead = (marked.filter(refusing).select(*(remade.get(name, F.col(name)).alias(name) for name in CHANGE_NAMES))
+            .dropDuplicates(["topic", "partition", "offset", "reason"]))
+    facts.add_errors(dead.select("topic", "partition", "offset", "reason").collect())
+    return marked.filter(~refusing).select(*CHANGE_NAMES).unionByName(dead)
+
+
+def _row_refusal(decoded: DataFrame, tables: dict[tuple[str, str], str]) -> Column:
+    """Per record, the reason its table is refused if it is a row of one of ``tables``, else null."""
+    from pyspark.sql import functions as F
+
+    if not tables:
+        return F.lit(None).cast("string")
+    # A map lookup by "database.table" would confuse a.b.c's two readings; a map keyed by both does not.
+    keys = F.create_map(*(part for (database, table), why in tables.items()
+                          for part in (F.struct(F.lit(database), F.lit(table)), F.lit(why))))
+    return F.when(F.col("kind") == "row", keys[F.struct(F.coalesce("database", F.lit("")),
+                                                          F.coalesce("table", F.lit("")))])
+
+
+def _ddl_refusal(record: Any, naming: Naming, wanted: Wanted) -> str | None:
+    """Why the DDL ``record`` is refused: the first table it names that the job wants and refuses."""
+    for key in _tables_named(event_from_json(orjson.loads(record["event"]))):
+        reason = naming.refusal(*key) if wanted(key) else None
+        if reason is not None:
+            return reason
+    return None
+
+
+def _tables_named(ddl: Any) -> list[tuple[str, str]]:
+    """The tables a DDL names: its own (none for CREATE DATABASE and the like), and those it creates
+    or renames a table to."""
+    assert isinstance(ddl, Ddl)
+    named = [(ddl.database, ddl.table)] if ddl.table else []
+    try:
+        changes = interpret(ddl, None)
+    except CdclakeError:
+        return named  # applying it fails as it would have: the statement, not its names, is at fault
+    for change in changes:
+        if isinstance(change, CreateTable):
+            named.append((change.schema.database, change.schema.table))
+        elif isinstance(change, RenameTable):
+            named.append((change.database, change.table))
+    return named
