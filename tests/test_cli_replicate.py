@@ -117,3 +117,15 @@ def test_replicate_prints_its_summary_on_stdout_on_a_line_of_its_own(
     assert result.stdout.count("\n") == 1
     assert "shop.items" in result.stderr and "shop.orders" not in result.stderr  # the last batch's table
     assert "\n" + result.stdout in result.output
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("jdbc:mysql://db:3306/mirror", "no sink takes this URL"),
+    ("jdbc:postgresql:mirror", "a PostgreSQL sink is jdbc:postgresql://HOST:PORT/DATABASE"),
+    ("jdbc:postgresql://db:port/mirror?password=secret", "the port is not a number"),
+])
+def test_a_sink_url_no_sink_takes_is_a_usage_error(no_spark: None, tmp_path: Path, url: str, said: str) -> None:
+    result = runner.invoke(app, ["replicate", "--captured", str(tmp_path), "--format", "open", "--sink", url])
+    assert result.exit_code == 2, result.output
+    assert said in plain(result.output)
+    assert "secret" not in result.output

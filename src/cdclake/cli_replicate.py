@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,7 +24,7 @@ from cdclake.errors import CdclakeError
 from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
 from cdclake.spark.changes import decode_task_error
-from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, Replicator
+from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, ReplicateConfig, Replicator
 from cdclake.spark.session import build_session, new_log_file
 from cdclake.spark.status import status as job_status
 
@@ -60,6 +60,10 @@ def _settings(config: Path | None, overrides: dict[str, dict[str, Any]]) -> JobS
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE",
                                                    help="Job settings in TOML (the keys: cdclake/jobconfig.py).")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", help="Spark's own log on the terminal, not in a file.")]
+
+SinkOption = Annotated[str | None, typer.Option("--sink", metavar="URL", help="Tables in this database "
+                                                "instead of Iceberg: jdbc:postgresql://HOST:PORT/DATABASE?user="
+                                                "U&password=P (docs/sinks.md).")]
 
 FormatOptionsOption = Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                                help="A format option under its upstream name "
@@ -102,6 +106,7 @@ def replicate(
     option: FormatOptionsOption = None,
     warehouse: WarehouseOption = None,
     catalog: CatalogOption = None,
+    sink: SinkOption = None,
     master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] "
                                                "(default: local[2]).")] = None,
     include: Annotated[str | None, typer.Option("--include", metavar="REGEX", help="Replicate only the tables "
@@ -124,7 +129,7 @@ def replicate(
                                        "SIGINT or SIGTERM.")] = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Keep Iceberg tables in step with a TiCDC or DataWorks stream.
+    """Keep Iceberg tables (or a database's, --sink) in step with a TiCDC or DataWorks stream.
 
     Settings come from --config FILE and the options, an option winning over the file. Each batch is
     shown as it commits (on standard error); at the end, standard output gets one line: batches, records
@@ -142,6 +147,7 @@ def replicate(
                    "topics": topic, "topic-pattern": topic_pattern},
         "format": {"name": format_name, "options": _pairs(option, "'--option'") or None},
         "lake": {"warehouse": warehouse, "catalog": catalog, "master": master},
+        "sink": {"url": sink},
         "tables": {"include": include, "exclude": exclude},
         "batch": {"max-records": max_records, "interval-s": interval, "unresolved-tail": unresolved_tail,
                   "on-bad-message": on_bad_message},
@@ -186,12 +192,13 @@ def status(
     config: ConfigOption = None,
     warehouse: WarehouseOption = None,
     catalog: CatalogOption = None,
+    sink: SinkOption = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and lag."""
     try:
         document = read_toml(config) if config is not None else {}
-        sections = merged(document, {"lake": {"warehouse": warehouse, "catalog": catalog}})
+        sections = merged(document, {"lake": {"warehouse": warehouse, "catalog": catalog}, "sink": {"url": sink}})
         source = job_settings(sections).source if sections["source"] else None
     except CdclakeError as exc:
         raise typer.BadParameter(str(exc)) from exc
@@ -201,7 +208,8 @@ def status(
                         conf={k: str(v) for k, v in lake.get("spark", {}).items()},
                         extra_jars=lake.get("jars", ()))
     try:
-        found = job_status(spark, lake.get("catalog", "lake"), lake.get("namespace", "cdclake"), source)
+        found = job_status(spark, lake.get("catalog", "lake"), lake.get("namespace", "cdclake"), source,
+                           sections["sink"].get("url"))
     finally:
         spark.stop()
     console = Console(highlight=False)
@@ -305,12 +313,14 @@ def demo(
     bootstrap_servers: Annotated[str | None, typer.Option(
         "--bootstrap-servers", "-b", metavar="HOST:PORT",
         help="Stream through your own Kafka instead: the demo creates a new topic there.")] = None,
+    sink: Annotated[str | None, typer.Option("--sink", metavar="URL", help="Replicate into this database "
+                                             "instead (jdbc:postgresql://...): into new schemas named "
+                                             "demo_<time>_<database>, nothing of the database's own touched.")]
+    = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Simulate an upstream database, stream it in FORMAT to a captured topic (or Kafka), replicate it into
-    a local Iceberg warehouse, and compare every table with the upstream."""
-    from cdclake.spark.replicate import ReplicateConfig
-    from cdclake.spark.verify import compare_tables, lake_name_in
+    a local Iceberg warehouse (or the database --sink names), and compare every table with the upstream."""
     from cdclake.workload import Workload, WorkloadSpec, produce
 
     try:
@@ -319,7 +329,8 @@ def demo(
         raise typer.BadParameter(str(exc)) from exc
     console = Console(highlight=False)
     _fresh_demo_directory(directory)
-    workload = Workload(WorkloadSpec(seed=seed, transactions=transactions, rename_table=True))
+    # PostgreSQL's text cannot hold NUL (docs/sinks.md): a database demo's strings hold none.
+    workload = Workload(WorkloadSpec(seed=seed, transactions=transactions, rename_table=True, text_nul=sink is None))
     try:
         stream = produce(workload, format_name, options, duplicates=2)
     except CdclakeError as exc:
@@ -330,18 +341,46 @@ def demo(
         source = _demo_source(stream, directory, kafka or bootstrap_servers is not None, bootstrap_servers, stack)
         spark = cli_session(master, verbose, warehouse=directory / "warehouse")
         stack.callback(spark.stop)
-        config = ReplicateConfig(format_name, stream.codec_options, max_batch_records=max(1000, len(stream) // 3))
-        replicator = Replicator(spark, source, config)
+        config = _demo_config(format_name, stream.codec_options, max(1000, len(stream) // 3), sink)
         started = time.monotonic()
-        with _LiveDisplay() as display:
-            reports = replicator.run(once=True, on_batch=display.update)
+        try:
+            with _LiveDisplay() as display:
+                reports = Replicator(spark, source, config).run(once=True, on_batch=display.update)
+        except CdclakeError as exc:
+            _console.print(f"[bold red]error[/]: {exc}")
+            raise typer.Exit(1) from None
         console.print(run_summary(reports, time.monotonic() - started), soft_wrap=True)
         expected = workload.oracle().carried(format_name, stream.codec_options)
-        comparisons = compare_tables(spark, expected.tables, lake_name_in(config.catalog))
+        comparisons = _demo_comparisons(spark, config, expected.tables)
     _print_comparisons(console, comparisons)
     if not all(c.equal for c in comparisons):
         raise typer.Exit(1)
-    console.print(f"every table equals the upstream; warehouse in {directory / 'warehouse'}")
+    where = f"warehouse in {directory / 'warehouse'}" if sink is None else f"schemas {config.namespace}_*"
+    console.print(f"every table equals the upstream; {where}")
+
+
+def _demo_config(format_name: str, options: Mapping[str, Any], batch: int, sink: str | None) -> ReplicateConfig:
+    """The demo's job: into the local warehouse, or into schemas of the database ``sink`` names that no
+    earlier run made (the job's own in ``demo_<time>``, each upstream database's in ``demo_<time>_<db>``)."""
+    try:
+        if sink is None:
+            return ReplicateConfig(format_name, options, max_batch_records=batch)
+        run = f"demo_{time.strftime('%Y%m%d%H%M%S')}"
+        return ReplicateConfig(format_name, options, max_batch_records=batch, sink=sink, namespace=run,
+                               target_namespace=run + "_{database}")
+    except CdclakeError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--sink'") from exc
+
+
+def _demo_comparisons(spark: SparkSession, config: ReplicateConfig, tables: Mapping[tuple[str, str], Any]
+                      ) -> list[TableComparison]:
+    from cdclake.sinks import compare_tables as compare_sink_tables
+    from cdclake.spark.verify import compare_tables, lake_name_in
+
+    if config.sink is None:
+        return compare_tables(spark, tables, lake_name_in(config.catalog))
+    naming = config.naming()
+    return compare_sink_tables(config.sink, tables, naming.target)
 
 
 def _fresh_demo_directory(directory: Path) -> None:

@@ -10,18 +10,19 @@ opens it. Adding a sink is its package and one line here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from cdclake.errors import OptionError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from cdclake.sinks.base import Sink
+    from cdclake.sinks.base import Sink, TableComparison
 
-# URL prefix -> the package of the sink it names, which has check_url(url) (raising OptionError) and
-# open_sink(spark, url, namespace), returning the Sink with its own tables made.
+# URL prefix -> the package of the sink it names, which has check_url(url) (raising OptionError),
+# open_sink(spark, url, namespace), returning the Sink with its own tables made, and compare_tables (below).
 SINKS = {
     "jdbc:postgresql:": "cdclake.sinks.postgres",
 }
@@ -35,6 +36,13 @@ def check_url(url: str) -> None:
 def open_sink(spark: SparkSession, url: str, namespace: str) -> Sink:
     """The sink ``url`` names, its own tables made (the job's tables in ``namespace``)."""
     return cast("Sink", _package(url).open_sink(spark, url, namespace))
+
+
+def compare_tables(url: str, tables: Mapping[tuple[str, str], Any],
+                   place: Callable[[str, str], tuple[str, str]]) -> list[TableComparison]:
+    """Every upstream table (``tables``: (database, table) -> an object with ``schema`` and ``rows``) against
+    the sink's table ``place(database, table)`` names (namespace, table): the demo's check."""
+    return cast("list[TableComparison]", _package(url).compare_tables(url, tables, place))
 
 
 def _package(url: str) -> ModuleType:

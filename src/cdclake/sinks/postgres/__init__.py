@@ -4,13 +4,16 @@ batch (:mod:`.sink`), the statements it runs (:mod:`.statements`), MySQL types a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from cdclake.sinks.postgres.connection import parse
+from cdclake.sinks.postgres.statements import table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from cdclake.sinks.base import TableComparison
     from cdclake.sinks.postgres.sink import PostgresSink
 
 
@@ -24,3 +27,10 @@ def open_sink(spark: SparkSession, url: str, namespace: str) -> PostgresSink:
     sink = PostgresSink(spark, parse(url), namespace)
     sink.prepare()
     return sink
+
+
+def compare_tables(url: str, tables: Mapping[tuple[str, str], Any],
+                   place: Callable[[str, str], tuple[str, str]]) -> list[TableComparison]:
+    from cdclake.sinks.postgres import verify
+
+    return verify.compare_tables(parse(url), tables, lambda database, table: table_name(*place(database, table)))

@@ -75,7 +75,10 @@ class PostgresSink:
     def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
         import psycopg
 
-        return psycopg.connect(self.address.conninfo, autocommit=autocommit)
+        try:
+            return psycopg.connect(self.address.conninfo, autocommit=autocommit)
+        except psycopg.OperationalError as error:
+            raise SinkError(f"sink {self.address.shown}: cannot connect: {str(error).strip()}") from None
 
     def prepare(self) -> None:
         """The job's schema and own tables, where they do not exist yet."""
@@ -132,7 +135,7 @@ class PostgresSink:
     # --- tables ------------------------------------------------------------------------------------------
 
     def target(self, namespace: str, table: str) -> str:
-        return f"{ident(namespace)}.{ident(table)}"
+        return statements.table_name(namespace, table)
 
     def create_table(self, target: str, schema: TableSchema) -> None:
         namespace, _ = _split(target)

@@ -39,6 +39,11 @@ def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def table_name(namespace: str, table: str) -> str:
+    """The table ``table`` of the schema ``namespace``, quoted."""
+    return f"{ident(namespace)}.{ident(table)}"
+
+
 def literal(text: str) -> str:
     """A PostgreSQL string literal (standard_conforming_strings: only quotes doubled)."""
     return "'" + text.replace("'", "''") + "'"
