@@ -25,6 +25,10 @@ inside one; the job then runs the same batch again from the same state. So:
   ``recovering`` finds that batch stored.
 - The DDL calls are idempotent: run again, they find their work done (a table created, a column added,
   a table renamed) and do nothing, or finish what a crash left half-done.
+
+A sink whose store has transactions over DDL as well may keep more than this: make every call of the
+batch part of :meth:`Sink.commit`'s one transaction, so that no step of an unfinished batch is ever
+stored and :meth:`Sink.last_step` is always (0, 0) (:mod:`cdclake.sinks.postgres`).
 """
 
 from __future__ import annotations
