@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from pyspark.sql import functions as F
 
 from cdclake.model import ColumnSchema, IndexSchema, Op, RowChange, TableSchema
 from cdclake.sinks.iceberg import tables
@@ -108,3 +109,12 @@ def test_appending_to_a_new_table_gives_what_the_merge_gives(spark: Any) -> None
     assert _rows(spark, appended) == _rows(spark, merged) == [(1, "uno", None), (4, None, "4.00")]
     assert tables.has_snapshots(spark, appended)
     assert tables.last_step(spark, appended) == (7, 0)
+
+
+@pytest.mark.parametrize("whole_images", [True, False])
+def test_a_value_past_jacksons_20_million_characters_is_kept_whole(spark: Any, whole_images: bool) -> None:
+    """Issue 23, point 3: Jackson's default limit made such a value, and a key, NULL without a word."""
+    long_text = "x" * 20_000_001
+    net = _net(spark, (1, "insert", {"id": "1", "name": long_text, "price": "1.00"}))
+    typed = tables.typed_source(net, SCHEMA, whole_images).select("_row.id", F.length("_row.name").alias("n"))
+    assert [tuple(row) for row in typed.collect()] == [(1, len(long_text))]

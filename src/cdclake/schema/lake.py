@@ -264,6 +264,11 @@ def _text(value: Any) -> str:
 
 # --- Spark SQL text ------------------------------------------------------------------------------------
 
+# Spark's from_json reads with Jackson, which since 2.15 makes a string over 20,000,000 characters (a
+# MEDIUMTEXT or LONGBLOB value's lake text can be 4 GiB) a parse error, and from_json an error a NULL:
+# the value, or the key, would be lost without a word. Java's own limit is the bound instead.
+IMAGE_JSON_OPTIONS = {"maxStringLen": str(2**31 - 1)}
+
 
 def quote(name: str) -> str:
     """A Spark SQL identifier: backquoted, backquotes doubled."""

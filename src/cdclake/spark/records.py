@@ -24,7 +24,7 @@ import orjson
 
 from cdclake.errors import OptionError
 from cdclake.formats import get_codec
-from cdclake.schema.lake import lake_cast, sql_string
+from cdclake.schema.lake import IMAGE_JSON_OPTIONS, lake_cast, sql_string
 from cdclake.sources import open_source
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.spark.changes import (
@@ -209,7 +209,7 @@ def table_views(changes: DataFrame) -> dict[str, DataFrame]:
         typed.update({name: MySQLType.parse(text) for name, text in orjson.loads(shape["columns"]).items()})
     views = {}
     for (database, table), typed in columns.items():
-        image = F.from_json(F.coalesce("after", "before"), "map<string,string>").alias("_m")
+        image = F.from_json(F.coalesce("after", "before"), "map<string,string>", IMAGE_JSON_OPTIONS).alias("_m")
         mine = rows.filter((F.col("database") == database) & (F.col("table") == table))
         views[f"{database}.{table}"] = mine.select(
             F.col("op").alias("_op"), F.col("commit_ts").alias("_commit_ts"), F.col("topic").alias("_topic"),

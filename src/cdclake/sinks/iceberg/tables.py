@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdclake.model import TableSchema
-from cdclake.schema.lake import lake_cast, lake_type, quote, sql_string, unquote_parts
+from cdclake.schema.lake import IMAGE_JSON_OPTIONS, lake_cast, lake_type, quote, sql_string, unquote_parts
 from cdclake.sinks.iceberg.commit import with_commit_properties
 
 if TYPE_CHECKING:
@@ -84,10 +84,10 @@ def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False
     if whole_images:
         # Parsed straight into the table's fields: cheaper than building a map of every image.
         fields = StructType([StructField(c.name, StringType()) for c in schema.columns])
-        parsed = net.withColumn("_s", F.from_json("_image", fields))
+        parsed = net.withColumn("_s", F.from_json("_image", fields, IMAGE_JSON_OPTIONS))
         row = F.struct(*(F.expr(lake_cast(f"_s.{quote(c.name)}", c.type)).alias(c.name) for c in schema.columns))
         return parsed.select(F.col("_op"), row.alias(ROW))
-    parsed = net.withColumn("_m", F.from_json("_image", "map<string,string>"))
+    parsed = net.withColumn("_m", F.from_json("_image", "map<string,string>", IMAGE_JSON_OPTIONS))
     row = F.struct(*(F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns))
     names = ", ".join(sql_string(c.name) for c in schema.columns)
     absent = F.expr(f"filter(array({names}), x -> NOT map_contains_key(_m, x))").alias("_absent")
