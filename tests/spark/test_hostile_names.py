@@ -55,6 +55,7 @@ STREAM: list[tuple[dict[str, Any], str | None]] = [
     (_ddl("cdclake", "dead_letters", "ERASE", "DROP TABLE `cdclake`.`dead_letters`"), "cdclake.dead_letters"),
     (_ddl("shop", "t2", "ALTER", "ALTER TABLE `shop`.`t2` RENAME TO `cdclake`.`changelog`"), "cdclake.changelog"),
     (_ddl("shop", "..", "CREATE", "CREATE TABLE `shop`.`..` (id int primary key)"), "shop..."),
+    (_ddl("shop", "twins", "CREATE", "CREATE TABLE `shop`.`twins` (id int primary key, ID int)"), "shop.twins"),
     (_row("shop", "cased", "INSERT", {"id": "1", "ID": "2"}, {"id": "int", "ID": "int"}), "shop.cased"),
     (_row("shop", "internal", "UPDATE", {**{n: "1" if n == "id" else f"{n}-2" for n in INTERNAL}},
           INTERNAL, old={"_op": "_op-1"}), None),

@@ -63,6 +63,16 @@ def case_collisions(names: Iterable[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def column_problem(names: Iterable[str]) -> str | None:
+    """Why columns so named cannot be one table's: two that differ only in case, which MySQL's (and
+    Spark's) column names do not tell apart, so MySQL never sends them."""
+    pairs = case_collisions(names)
+    if not pairs:
+        return None
+    return "columns that differ only in case, which MySQL cannot have in one table: " + ", ".join(
+        f"{first!r} and {second!r}" for first, second in pairs)
+
+
 @dataclass(frozen=True)
 class Naming:
     """Where the job puts each upstream table: ``table_mapping`` (``database.table`` to

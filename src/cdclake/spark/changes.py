@@ -55,7 +55,7 @@ from cdclake.model import (
     Watermark,
 )
 from cdclake.schema.lake import lake_text_function
-from cdclake.schema.names import case_collisions
+from cdclake.schema.names import column_problem
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.types import MySQLType
 
@@ -143,7 +143,7 @@ class _ImageWriter:
         if cached is None or cached[0] is not types:
             columns = orjson.dumps({name: str(mtype) for name, mtype in types.items()}).decode()
             texts = {name: lake_text_function(mtype) for name, mtype in types.items()}
-            cached = self._plans[id(types)] = (types, columns, texts, _column_problem(types))
+            cached = self._plans[id(types)] = (types, columns, texts, column_problem(types))
         return cached[1], cached[2], cached[3]
 
     @staticmethod
@@ -152,16 +152,6 @@ class _ImageWriter:
             return {}
         return {name: (None if value is None else texts[name](value) if name in texts else str(value))
                 for name, value in values.items()}
-
-
-def _column_problem(names: Iterable[str]) -> str | None:
-    """Why columns so named cannot be one table's: two that differ only in case, which MySQL's (and
-    Spark's) column names do not tell apart, so MySQL never sends them."""
-    pairs = case_collisions(names)
-    if not pairs:
-        return None
-    return "columns that differ only in case, which MySQL cannot have in one table: " + ", ".join(
-        f"{first!r} and {second!r}" for first, second in pairs)
 
 
 def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:

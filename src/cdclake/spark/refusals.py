@@ -18,10 +18,10 @@ import orjson
 
 from cdclake.errors import CdclakeError
 from cdclake.eventjson import event_from_json
-from cdclake.model import Ddl
+from cdclake.model import Ddl, TableSchema
 from cdclake.schema.ddl import interpret
 from cdclake.schema.ddl.changes import CreateTable, RenameTable
-from cdclake.schema.names import Naming
+from cdclake.schema.names import Naming, column_problem
 from cdclake.spark.changes import CHANGE_NAMES
 from cdclake.spark.ordering import Facts
 
@@ -38,7 +38,8 @@ def refuse_tables(decoded: DataFrame, facts: Facts, naming: Naming, wanted: Want
     is refused."""
     from pyspark.sql import functions as F
 
-    facts.bootstraps = [schema for schema in facts.bootstraps if naming.refusal(schema.database, schema.table) is None]
+    facts.bootstraps = [schema for schema in facts.bootstraps if naming.refusal(schema.database, schema.table) is None
+                        and column_problem(c.name for c in schema.columns) is None]
     tables = {key: why for key in facts.tables if wanted(key) and (why := naming.refusal(*key)) is not None}
     ddls = [(record, why) for record in facts.ddls if (why := _ddl_refusal(record, naming, wanted)) is not None]
     if not tables and not ddls:
@@ -70,18 +71,32 @@ def _row_refusal(decoded: DataFrame, tables: dict[tuple[str, str], str]) -> Colu
 
 
 def _ddl_refusal(record: Any, naming: Naming, wanted: Wanted) -> str | None:
-    """Why the DDL ``record`` is refused: the first table it names that the job wants and refuses."""
-    for key in _tables_named(event_from_json(orjson.loads(record["event"]))):
+    """Why the DDL ``record`` is refused: the first table it names that the job wants and refuses, or a
+    table it creates with columns no MySQL table can have (MySQL never sends that CREATE TABLE)."""
+    ddl = event_from_json(orjson.loads(record["event"]))
+    assert isinstance(ddl, Ddl)
+    for key in _tables_named(ddl):
         reason = naming.refusal(*key) if wanted(key) else None
         if reason is not None:
             return reason
+    for schema in _created(ddl):
+        problem = column_problem(c.name for c in schema.columns)
+        if problem is not None and wanted((schema.database, schema.table)):
+            return f"{schema.database}.{schema.table}: not applied, it would have {problem}"
     return None
 
 
-def _tables_named(ddl: Any) -> list[tuple[str, str]]:
+def _created(ddl: Ddl) -> list[TableSchema]:
+    """The schemas of the tables ``ddl`` creates."""
+    try:
+        return [change.schema for change in interpret(ddl, None) if isinstance(change, CreateTable)]
+    except CdclakeError:
+        return []  # applying it fails as it would have: the statement is at fault
+
+
+def _tables_named(ddl: Ddl) -> list[tuple[str, str]]:
     """The tables a DDL names: its own (none for CREATE DATABASE and the like), and those it creates
     or renames a table to."""
-    assert isinstance(ddl, Ddl)
     named = [(ddl.database, ddl.table)] if ddl.table else []
     try:
         changes = interpret(ddl, None)
