@@ -210,6 +210,9 @@ def status(
     try:
         found = job_status(spark, lake.get("catalog", "lake"), lake.get("namespace", "cdclake"), source,
                            sections["sink"].get("url"))
+    except CdclakeError as exc:
+        _console.print(f"[bold red]error[/]: {exc}")
+        raise typer.Exit(1) from None
     finally:
         spark.stop()
     console = Console(highlight=False)

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from cdclake.sinks.base import Sink, TableComparison
 
 # URL prefix -> the package of the sink it names, which has check_url(url) (raising OptionError),
-# open_sink(spark, url, namespace), returning the Sink with its own tables made, and compare_tables (below).
+# open_sink(spark, url, namespace, prepare), returning the Sink (its own tables made if prepare), and
+# compare_tables (below).
 SINKS = {
     "jdbc:postgresql:": "cdclake.sinks.postgres",
 }
@@ -33,9 +34,10 @@ def check_url(url: str) -> None:
     _package(url).check_url(url)
 
 
-def open_sink(spark: SparkSession, url: str, namespace: str) -> Sink:
-    """The sink ``url`` names, its own tables made (the job's tables in ``namespace``)."""
-    return cast("Sink", _package(url).open_sink(spark, url, namespace))
+def open_sink(spark: SparkSession, url: str, namespace: str, prepare: bool = True) -> Sink:
+    """The sink ``url`` names (the job's tables in ``namespace``), its own tables made unless ``prepare``
+    is False (a reader, such as ``cdclake status``, makes nothing)."""
+    return cast("Sink", _package(url).open_sink(spark, url, namespace, prepare))
 
 
 def compare_tables(url: str, tables: Mapping[tuple[str, str], Any],

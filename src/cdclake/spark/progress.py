@@ -132,18 +132,15 @@ def _row(state: str, batch: int, **fields: Any) -> tuple[Any, ...]:
     return tuple(values.get(name) for name in STATE_NAMES)
 
 
-def small_rows(state: JobState, batch: int, with_plan: bool) -> list[tuple[Any, ...]]:
-    """Every state row but the pending changes, for the state after ``batch``."""
+def small_rows(state: JobState, batch: int) -> list[tuple[Any, ...]]:
+    """Every state row but the pending changes and a plan (:func:`plan_rows`), for the state after
+    ``batch``."""
     rows = []
     for (topic, partition), position in sorted(state.positions.items()):
         rows.append(_row("position", batch, topic=topic, partition=partition, offset=position.next_offset,
                          commit_ts=position.watermark, timestamp_ms=position.heartbeat_ms,
                          sequence=None if position.sequence is None else str(position.sequence),
                          key=None if position.read_sequence is None else str(position.read_sequence)))
-    if with_plan:
-        for planned in state.plan:
-            rows.append(_row("plan", batch + 1, topic=planned.topic, partition=planned.partition,
-                             offset=planned.start, end_offset=planned.end))
     for carried_list in state.carried.values():
         for carried, database, table, version in carried_list:
             origin = carried.message.origin

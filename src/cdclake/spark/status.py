@@ -16,7 +16,8 @@ def status(spark: SparkSession, catalog: str = "lake", namespace: str = "cdclake
            source: Source | None = None, sink_url: str | None = None) -> dict[str, Any]:
     """Per table the applied resolved ts, rows and last commit; per partition the committed offset and
     (with ``source``) the lag. ``sink_url`` names the job's sink if not Iceberg tables of ``catalog``."""
-    sink = open_sink(spark, sink_url, namespace) if sink_url is not None else IcebergSink(spark, catalog, namespace)
+    sink = (open_sink(spark, sink_url, namespace, prepare=False) if sink_url is not None
+            else IcebergSink(spark, catalog, namespace))
     state, _ = sink.load_state()
     extents = source.extents() if source is not None else {}
     tables = [{"upstream": f"{database}.{table}", "lake_table": known.lake_table, "applied_ts": known.applied_ts,

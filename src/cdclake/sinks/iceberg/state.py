@@ -40,12 +40,12 @@ def load_state(spark: SparkSession, catalog: str, namespace: str) -> tuple[JobSt
 
 
 def write_state(spark: SparkSession, catalog: str, namespace: str, state: JobState, batch: int,
-                pending: DataFrame | None, with_plan: bool = False) -> None:
-    """Replace the state with ``state`` after ``batch`` (plus the plan of the next batch if asked) and
-    the ``pending`` change records, in one commit."""
+                pending: DataFrame | None) -> None:
+    """Replace the state with ``state`` after ``batch`` and the ``pending`` change records, in one
+    commit (no plan: the batch is over)."""
     from pyspark.sql import functions as F
 
-    small = spark.createDataFrame(small_rows(state, batch, with_plan), STATE_DDL)
+    small = spark.createDataFrame(small_rows(state, batch), STATE_DDL)
     frame = small
     if pending is not None:
         frame = small.unionByName(
@@ -53,7 +53,7 @@ def write_state(spark: SparkSession, catalog: str, namespace: str, state: JobSta
                            F.lit(None).cast("bigint").alias("end_offset"), *CHANGE_NAMES)
         )
     (frame.writeTo(state_table(catalog, namespace))
-     .option(f"snapshot-property.{BATCH_PROPERTY}", str(batch + 1 if with_plan else batch))
+     .option(f"snapshot-property.{BATCH_PROPERTY}", str(batch))
      .overwrite(F.lit(True)))
 
 

@@ -21,11 +21,12 @@ def check_url(url: str) -> None:
     parse(url)
 
 
-def open_sink(spark: SparkSession, url: str, namespace: str) -> PostgresSink:
+def open_sink(spark: SparkSession, url: str, namespace: str, prepare: bool = True) -> PostgresSink:
     from cdclake.sinks.postgres.sink import PostgresSink
 
     sink = PostgresSink(spark, parse(url), namespace)
-    sink.prepare()
+    if prepare:
+        sink.prepare()
     return sink
 
 

@@ -31,7 +31,7 @@ from cdclake.schema.rows import changes_seen_in_rows
 from cdclake.sinks.base import Step
 from cdclake.sinks.postgres import statements
 from cdclake.sinks.postgres.connection import PostgresAddress
-from cdclake.sinks.postgres.statements import ident
+from cdclake.sinks.postgres.statements import ident, table_name
 from cdclake.sinks.postgres.types import holds
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_FIELDS, CHANGE_NAMES
@@ -70,7 +70,7 @@ class PostgresSink:
         self._lock = threading.Lock()
 
     def _job_table(self, name: str) -> str:
-        return f"{ident(self.namespace)}.{ident('cdclake_' + name)}"
+        return table_name(self.namespace, "cdclake_" + name)
 
     def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
         import psycopg
@@ -92,16 +92,21 @@ class PostgresSink:
     # --- progress ----------------------------------------------------------------------------------------
 
     def load_state(self) -> tuple[JobState, DataFrame]:
+        import psycopg
         from psycopg.rows import dict_row
 
         self._statements, self._stages = [], []
+        table = self._job_table("state")
         with self._connect() as connection:
             self._drop_stale_stages(connection)
             cursor = connection.cursor(row_factory=dict_row)
-            table = self._job_table("state")
-            small = cursor.execute(f"SELECT * FROM {table} WHERE state <> 'pending'").fetchall()
-            names = ", ".join(ident(name) for name in CHANGE_NAMES)
-            pending = connection.execute(f"SELECT {names} FROM {table} WHERE state = 'pending'").fetchall()
+            try:
+                small = cursor.execute(f"SELECT * FROM {table} WHERE state <> 'pending'").fetchall()
+            except psycopg.errors.UndefinedTable:
+                raise SinkError(f"sink {self.address.shown}: no job state there ({table}): no job has "
+                                f"replicated into the schema {self.namespace!r} yet") from None
+            pending = connection.execute(f"SELECT {_names(CHANGE_NAMES)} FROM {table} WHERE state = 'pending'"
+                                         ).fetchall()
         return state_from_rows(small), self.spark.createDataFrame(pending, CHANGE_DDL)
 
     def _drop_stale_stages(self, connection: psycopg.Connection[Any]) -> None:
@@ -109,7 +114,7 @@ class PostgresSink:
         found = connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
                                    (self.namespace, STAGE_PREFIX + "%")).fetchall()
         for (name,) in found:
-            connection.execute(f"DROP TABLE IF EXISTS {ident(self.namespace)}.{ident(name)}")
+            connection.execute(f"DROP TABLE IF EXISTS {table_name(self.namespace, name)}")
 
     def record_plan(self, ranges: Sequence[OffsetRange], batch: int, stream: tuple[str, int] | None) -> None:
         with self._connect() as connection, connection.cursor() as cursor:
@@ -123,9 +128,9 @@ class PostgresSink:
             for statement in self._statements:
                 cursor.execute(statement)
             cursor.execute(f"DELETE FROM {table}")
-            _copy_rows(cursor, table, STATE_NAMES, small_rows(state, batch, with_plan=False))
+            _copy_rows(cursor, table, STATE_NAMES, small_rows(state, batch))
             if stage is not None:
-                names = ", ".join(ident(name) for name in CHANGE_NAMES)
+                names = _names(CHANGE_NAMES)
                 cursor.execute(f"INSERT INTO {table} (state, batch, {names}) SELECT 'pending', {int(batch)}, {names} "
                                f"FROM {stage}")
             for staged in self._stages:
@@ -135,7 +140,7 @@ class PostgresSink:
     # --- tables ------------------------------------------------------------------------------------------
 
     def target(self, namespace: str, table: str) -> str:
-        return statements.table_name(namespace, table)
+        return table_name(namespace, table)
 
     def create_table(self, target: str, schema: TableSchema) -> None:
         namespace, _ = _split(target)
@@ -152,7 +157,7 @@ class PostgresSink:
 
     def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
                       whole_images: bool, maybe_empty: bool) -> None:
-        stage = self._stage(net.select(*(name for name, _ in NET_FIELDS)), NET_FIELDS, jsonb="_image")
+        stage = self._stage(net, NET_FIELDS, jsonb="_image")
         self._add(statements.merge(target, stage, schema, whole_images))
 
     def truncate_table(self, target: str, step: Step) -> None:
@@ -164,7 +169,7 @@ class PostgresSink:
         if namespace != old_namespace:
             moves.append(f"ALTER TABLE {target} SET SCHEMA {ident(namespace)}")
         if name != old_name:
-            moves.append(f"ALTER TABLE {ident(namespace)}.{ident(old_name)} RENAME TO {ident(name)}")
+            moves.append(f"ALTER TABLE {table_name(namespace, old_name)} RENAME TO {ident(name)}")
         self._add(moves)
 
     def drop_table(self, target: str) -> None:
@@ -177,16 +182,14 @@ class PostgresSink:
     # --- the job's own tables ----------------------------------------------------------------------------
 
     def append_changelog(self, changes: DataFrame, batch: int, recovering: bool) -> None:
-        rows = changes.filter("kind = 'row'").select(*(name for name, _ in CHANGELOG_FIELDS))
-        self._append_staged("changelog", rows, CHANGELOG_FIELDS, batch)
+        self._append_staged("changelog", changes.filter("kind = 'row'"), CHANGELOG_FIELDS, batch)
 
     def append_dead_letters(self, errors: DataFrame, batch: int, recovering: bool) -> None:
-        self._append_staged("dead_letters", errors.select(*(name for name, _ in DEAD_LETTER_FIELDS)),
-                            DEAD_LETTER_FIELDS, batch)
+        self._append_staged("dead_letters", errors, DEAD_LETTER_FIELDS, batch)
 
     def _append_staged(self, name: str, rows: DataFrame, fields: Sequence[tuple[str, str]], batch: int) -> None:
         stage = self._stage(rows, fields)
-        names = ", ".join(ident(field) for field, _ in fields)
+        names = _names(field for field, _ in fields)
         self._add([f"INSERT INTO {self._job_table(name)} ({names}, batch) SELECT {names}, {int(batch)} FROM {stage}"])
 
     def maintain(self, targets: Sequence[str]) -> None:
@@ -200,16 +203,15 @@ class PostgresSink:
     # --- staging -----------------------------------------------------------------------------------------
 
     def _stage(self, frame: DataFrame, fields: Sequence[tuple[str, str]], jsonb: str | None = None) -> str:
-        """``frame`` copied by the executors into a new unlogged table (committed: no reader looks there);
-        ``jsonb`` a column of JSON text kept as jsonb."""
-        stage = f"{ident(self.namespace)}.{ident(STAGE_PREFIX + uuid.uuid4().hex)}"
-        types = {name: "jsonb" if name == jsonb else _PG_TYPE_OF_SPARK[spark_type] for name, spark_type in fields}
+        """``frame``'s ``fields`` copied by the executors into a new unlogged table (committed: no reader
+        looks there); ``jsonb`` a column of JSON text kept as jsonb."""
+        stage = table_name(self.namespace, STAGE_PREFIX + uuid.uuid4().hex)
         with self._connect() as connection:
-            columns = ", ".join(f"{ident(name)} {pg}" for name, pg in types.items())
-            connection.execute(f"CREATE UNLOGGED TABLE {stage} ({columns})")
+            connection.execute(f"CREATE UNLOGGED TABLE {stage} ({_columns(fields, jsonb)})")
         with self._lock:
             self._stages.append(stage)
-        copy_frame(frame, self.address.conninfo, stage, [name for name, _ in fields])
+        names = [name for name, _ in fields]
+        copy_frame(frame.select(*names), self.address.conninfo, stage, names)
         return stage
 
 
@@ -240,15 +242,21 @@ def _tuples(batch: Any) -> Iterator[tuple[Any, ...]]:
 
 def _copy_rows(cursor: psycopg.Cursor[Any], table: str, names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
     count = 0
-    with cursor.copy(f"COPY {table} ({', '.join(ident(n) for n in names)}) FROM STDIN") as copy:
+    with cursor.copy(f"COPY {table} ({_names(names)}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
             count += 1
     return count
 
 
-def _columns(fields: Sequence[tuple[str, str]]) -> str:
-    return ", ".join(f"{ident(name)} {_PG_TYPE_OF_SPARK[spark_type]}" for name, spark_type in fields)
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(ident(name) for name in names)
+
+
+def _columns(fields: Sequence[tuple[str, str]], jsonb: str | None = None) -> str:
+    """Column definitions of ``fields`` (name, Spark type); ``jsonb`` the one, if any, typed jsonb."""
+    return ", ".join(f"{ident(name)} {'jsonb' if name == jsonb else _PG_TYPE_OF_SPARK[spark_type]}"
+                     for name, spark_type in fields)
 
 
 def _split(target: str) -> tuple[str, str]:

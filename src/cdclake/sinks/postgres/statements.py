@@ -9,6 +9,7 @@ Net changes hold one change per key, so their order cannot make a key collide wi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from cdclake.errors import OptionError
@@ -62,8 +63,6 @@ def create_table(target: str, schema: TableSchema) -> list[str]:
 
 def _index_name(target: str) -> str:
     """A name for the key index, unique per table and within PostgreSQL's limit."""
-    import hashlib
-
     return "cdclake_key_" + hashlib.sha256(target.encode("utf-8")).hexdigest()[:24]
 
 
