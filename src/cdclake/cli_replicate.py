@@ -125,6 +125,12 @@ def replicate(
                                                        help="An undecodable message goes to the dead-letter "
                                                        "table (the default), or stops the job before its batch "
                                                        "commits.")] = None,
+    unsupported_ddl: Annotated[str | None, typer.Option("--unsupported-ddl", metavar="stop|skip|apply-supported",
+                                                        help="A DDL the job cannot follow (TRUNCATE PARTITION, "
+                                                        "...) stops the job before its batch applies anything "
+                                                        "(the default), goes to the dead-letter table, or has "
+                                                        "the parts it can follow applied and goes there with "
+                                                        "the rest.")] = None,
     once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit; without it, run until "
                                        "SIGINT or SIGTERM.")] = False,
     verbose: VerboseOption = False,
@@ -136,7 +142,8 @@ def replicate(
     read, changes applied, dead letters, tables touched and seconds. A signal stops the job after the
     batch under way commits. Exit status: 0 when the job stops as asked (caught up with --once, or on a
     signal) and put no message in the dead letters; 3 when it put some there (undecodable messages,
-    claim-check files that cannot be read, handle-key-only rows with on-handle-key-only=dead-letter);
+    claim-check files that cannot be read, handle-key-only rows with on-handle-key-only=dead-letter,
+    DDLs the job cannot follow with --unsupported-ddl skip or apply-supported);
     1 on an error; 2 for a wrong command line or settings.
     """
     kafka = _pairs(kafka_option, "'--kafka-option'")
@@ -150,7 +157,7 @@ def replicate(
         "sink": {"url": sink},
         "tables": {"include": include, "exclude": exclude},
         "batch": {"max-records": max_records, "interval-s": interval, "unresolved-tail": unresolved_tail,
-                  "on-bad-message": on_bad_message},
+                  "on-bad-message": on_bad_message, "unsupported-ddl": unsupported_ddl},
     }
     settings = _settings(config, overrides)
     try:

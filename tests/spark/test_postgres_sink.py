@@ -46,11 +46,12 @@ def _replicate(spark: Any, postgres: LocalPostgres, tmp_path: Path, prefix: str,
 @pytest.mark.parametrize(("format_name", "options"), [("canal-json", OPTIONS), ("dataworks", {})])
 def test_a_replicated_workload_equals_the_upstream_in_postgresql(spark: Any, postgres: LocalPostgres, tmp_path: Path,
                                                                  format_name: str, options: dict[str, Any]) -> None:
-    # DDLs of every kind the simulator makes (ADD/DROP/RENAME/MODIFY COLUMN, TRUNCATE, RENAME TABLE), in
-    # three batches, each delivered twice.
+    # DDLs of every kind the simulator makes (ADD/DROP/RENAME/MODIFY COLUMN, TRUNCATE, CREATE TABLE ... LIKE,
+    # RENAME and DROP TABLE), in three batches, each delivered twice.
     prefix = f"to_pg_{format_name.replace('-', '_')}"
     workload, stream, job, reports = _replicate(spark, postgres, tmp_path, prefix, format_name, options,
                                                 WorkloadSpec(seed=23, transactions=30, rename_table=True,
+                                                             drop_table=True, create_table_like=True,
                                                              text_nul=False))
     assert len(reports) >= 3
     expected = workload.oracle().carried(format_name, stream.codec_options).tables
