@@ -1,6 +1,7 @@
 """DDLs end to end: DROP TABLE and CREATE TABLE ... LIKE in a simulated stream leave the mirrors equal to
 the upstream, and a DDL the job cannot follow stops it (``unsupported-ddl = stop``) with nothing applied,
-or goes to the dead letters (``skip``) while the rest of the batch is applied.
+or goes to the dead letters (``skip``) while the rest of the batch is applied; ``apply-supported``
+applies the clauses it can follow of an ALTER and dead-letters the DDL.
 
 Every test has namespaces of its own in the session's shared warehouse.
 """
@@ -123,3 +124,34 @@ def test_an_unsupported_ddl_stops_the_job_or_goes_to_the_dead_letters(spark: Any
     assert [tuple(r) for r in spark.table(job.lake_name("shop", "u")).collect()] == [(10, "x")]
     assert [f.name for f in spark.table(job.lake_name("shop", "t")).schema.fields] == ["id", "w"]
     assert [tuple(r) for r in spark.table(job.lake_name("shop", "t")).collect()] == [(1, 5)]
+
+
+def test_apply_supported_applies_the_clauses_it_can_follow_and_dead_letters_the_ddl(spark: Any, tmp_path: Path
+                                                                                    ) -> None:
+    """An ALTER TABLE with a clause the job can follow (ADD COLUMN ... DEFAULT 7, which fills the rows
+    already there) and one it cannot (TRUNCATE PARTITION): the column is added and filled, with no row
+    after it to bring it, and the DDL is one dead letter saying the rest was applied."""
+    ts = itertools.count(450_000_000_000_000_000, 1 << 18)
+    types = {"id": MySQLType("int")}
+    events: list[Event] = [
+        Ddl(DdlKind.CREATE_TABLE, "shop", "t", "CREATE TABLE `shop`.`t` (`id` int NOT NULL, PRIMARY KEY (`id`))",
+            next(ts)),
+        RowChange(Op.INSERT, "shop", "t", None, {"id": 1}, types, ("id",), next(ts)),
+        Ddl(DdlKind.ALTER_TABLE, "shop", "t", "ALTER TABLE `shop`.`t` ADD COLUMN `c` int DEFAULT 7, "
+            "TRUNCATE PARTITION `p0`", next(ts)),
+        Watermark(next(ts)),
+    ]
+    options = get_codec("canal-json").resolve({"enable-tidb-extension": True})
+    messages = [dataclasses.replace(m, origin=Origin(partition=0))
+                for m in get_codec("canal-json").encoder(options).encode(events)]
+    write_captured(messages, tmp_path, "ddl")
+    job = _job("apply_supported", "canal-json", dict(options))
+
+    config = job.config(evolution=EvolutionPolicy(unsupported_ddl="apply-supported"))
+    reports = Replicator(spark, CapturedTopics(tmp_path), config).run(once=True)
+
+    assert [report.dead_letters for report in reports] == [1]
+    (dead,) = spark.table(job.system_table("dead_letters")).collect()
+    assert dead["offset"] == 2 and "'TRUNCATE PARTITION `p0`'" in dead["reason"]
+    assert "(the rest applied)" in dead["reason"]
+    assert [tuple(r) for r in spark.table(job.lake_name("shop", "t")).select("id", "c").collect()] == [(1, 7)]
