@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from cdclake.errors import OptionError
+from cdclake.errors import CdclakeError, OptionError
+
+if TYPE_CHECKING:
+    import psycopg
 
 PREFIX = "jdbc:postgresql:"
 _HIDDEN = re.compile(r"(?i)(password=)[^&]*")
+
+
+class SinkError(CdclakeError):
+    """A batch PostgreSQL cannot take (nothing of it was applied), or a database that cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -41,3 +49,12 @@ def parse(url: str) -> PostgresAddress:
     keywords = dict(parse_qsl(parts.query, keep_blank_values=True))
     conninfo = make_conninfo(host=parts.hostname, port=port or 5432, dbname=database, **keywords)
     return PostgresAddress(conninfo, shown)
+
+
+def connect(address: PostgresAddress, autocommit: bool = True) -> psycopg.Connection[Any]:
+    import psycopg
+
+    try:
+        return psycopg.connect(address.conninfo, autocommit=autocommit)
+    except psycopg.OperationalError as error:
+        raise SinkError(f"sink {address.shown}: cannot connect: {str(error).strip()}") from None
