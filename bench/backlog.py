@@ -49,9 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the process harness lives in tests/spark
 
-from benchmarks_md import write_section  # noqa: E402  (bench/ is on the path when a script here runs)
-from decode import load_average, machine  # noqa: E402
-from replicate import OPTIONS, PARTITIONS, prepared_stream  # noqa: E402
+from _stream import OPTIONS, PARTITIONS, prepared_stream  # noqa: E402  (bench/ is on the path when a script here runs)
+from benchmarks_md import load_average, machine, write_section  # noqa: E402
 
 from cdclake.spark.session import LOCAL_DRIVER_MEMORY  # noqa: E402
 from tests.spark.crashing import run_replicate  # noqa: E402
