@@ -21,8 +21,10 @@ at every size; the JVM's heap is capped by the ``spark.driver.memory`` session.p
 (``LOCAL_DRIVER_MEMORY``) whatever the backlog, so its resident memory says only how much of the cap it
 touched. What the JVM really holds is its heap after a full collection: every ``--full-gc-every``
 seconds the script asks the JVM for one (``jcmd <pid> GC.run``), and the JVM logs each collection
-(``-Xlog:gc``); the figures are the live heap after the first, the largest and the last of them. Run
-from the repository root::
+(``-Xlog:gc``); the figures are the live heap after the first, the largest and the last of them. The
+seconds per 1,000 changes applied (the whole process, Spark's start included) say whether the cost per
+event stays flat as the backlog grows (issue 20's scale target: within ±20 % from 10⁵ to 10⁷ events).
+Run from the repository root::
 
     nice -n 19 python3 bench/backlog.py --events 100000 300000
 
@@ -49,9 +51,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the process harness lives in tests/spark
 
-from benchmarks_md import write_section  # noqa: E402  (bench/ is on the path when a script here runs)
-from decode import load_average, machine  # noqa: E402
-from replicate import OPTIONS, PARTITIONS, prepared_stream  # noqa: E402
+from _stream import OPTIONS, PARTITIONS, cache_root, prepared_stream  # noqa: E402  (bench/ is on the path when a script here runs)
+from benchmarks_md import load_average, machine, write_section  # noqa: E402
 
 from cdclake.spark.session import LOCAL_DRIVER_MEMORY  # noqa: E402
 from tests.spark.crashing import run_replicate  # noqa: E402
@@ -242,16 +243,17 @@ def section(args: argparse.Namespace, runs: list[Measured], loads: tuple[str, st
         f"captured topic in batches of at most {args.batch_records:,} records; resident memory sampled every "
         f"{args.interval} s from /proc; a full collection of the JVM's heap every {args.full_gc_every:g} s",
         "",
-        "| backlog events | records read | changes applied | batches | seconds | " + " | ".join(
+        "| backlog events | records read | changes applied | batches | seconds | s per 1,000 changes | " + " | ".join(
             f"{kind} peak MiB (summed / largest one)" for kind in KINDS)
         + " | JVM heap after full GC, MiB (first / largest / last) |",
-        "| ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS) + " | ---: |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS) + " | ---: |",
     ]
     for run in runs:
         cells = [f"{_mib(run.memory.summed[k])} / {_mib(run.memory.largest[k])} ({len(run.memory.processes[k])} "
                  f"process{'es' if len(run.memory.processes[k]) != 1 else ''})" for k in KINDS]
+        per_thousand = run.seconds / max(run.applied, 1) * 1000  # the cost per event, flat if the job scales
         lines.append(f"| {run.events:,} | {run.records:,} | {run.applied:,} | {run.batches} | {run.seconds:.0f} | "
-                     + " | ".join(cells) + f" | {_live(run.memory)} |")
+                     f"{per_thousand:.3f} | " + " | ".join(cells) + f" | {_live(run.memory)} |")
     lines.append(SECTION_END)
     return "\n".join(lines)
 
@@ -264,8 +266,7 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.25)
     parser.add_argument("--full-gc-every", type=float, default=60.0, help="seconds between forced full GCs")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take")
-    parser.add_argument("--cache", default=str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                                                / "cdclake" / "bench"))
+    parser.add_argument("--cache", default=str(cache_root()), help="where captured topics are kept")
     parser.add_argument("--no-write", action="store_true", help="print the section, leave RELIABILITY.md alone")
     args = parser.parse_args()
     start_load = load_average()

@@ -47,7 +47,8 @@ from typing import Any
 
 import fastavro
 import orjson
-from benchmarks_md import write_section  # bench/ is on the path when a script here runs
+from _stream import OPTIONS  # bench/ is on the path when a script here runs
+from benchmarks_md import load_average, machine, write_section
 
 from cdclake.formats import get_codec
 from cdclake.formats.base import Decoder
@@ -320,13 +321,6 @@ class Case:
         return decoder
 
 
-OPTIONS: dict[str, dict[str, Any]] = {
-    "open": {},
-    "canal-json": {"enable-tidb-extension": True},  # the only Canal-JSON a consumer can order
-    "simple": {},
-    "simple-avro": {},
-    "dataworks": {},
-}
 
 
 def _messages(
@@ -422,22 +416,6 @@ def pin_to_one_core() -> str:
     core = max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {core})
     return f"pinned to core {core}"
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
-
-
-def load_average() -> str:
-    """The 1-minute load average: other processes on the machine compete with the run."""
-    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "unknown"
 
 
 def table(all_cases: list[Case], best: dict[str, tuple[float, float]]) -> str:

@@ -47,8 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the crash harness lives in tests/spark
 
-from benchmarks_md import write_section  # noqa: E402  (bench/ is on the path when a script here runs)
-from decode import load_average, machine  # noqa: E402
+from benchmarks_md import load_average, machine, write_section  # noqa: E402  (bench/ is on the path when a script here runs)
 
 from cdclake.sinks.iceberg.state import load_state  # noqa: E402
 from cdclake.spark.killpoints import POINTS  # noqa: E402

@@ -40,8 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks_md import write_section  # bench/ is on the path when a script here runs
-from decode import load_average, machine
+from benchmarks_md import load_average, machine, write_section  # bench/ is on the path when a script here runs
 
 from cdclake.formats import get_codec
 from cdclake.model import Ddl, RowChange
