@@ -53,6 +53,7 @@ from cdclake.model import (
     Watermark,
 )
 from cdclake.ordering.reading import PartitionReading, commit_ts_problem, event_origin
+from cdclake.ordering.records import RecordColumns, arrow_schema, spark_ddl
 from cdclake.schema.lake import lake_text_function
 from cdclake.schema.names import column_problem
 from cdclake.sources.ranges import OffsetRange, Source
@@ -88,23 +89,12 @@ CHANGE_FIELDS: tuple[tuple[str, str], ...] = (
     ("timestamp_ms", "bigint"),
     ("reason", "string"),
 )
-CHANGE_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in CHANGE_FIELDS)
+CHANGE_DDL = spark_ddl(CHANGE_FIELDS)
 CHANGE_NAMES = tuple(name for name, _ in CHANGE_FIELDS)
 
 
-def change_arrow_schema() -> pa.Schema:
-    return _arrow_schema(CHANGE_FIELDS)
-
-
 def record_arrow_schema() -> pa.Schema:
-    return _arrow_schema(RECORD_FIELDS)
-
-
-def _arrow_schema(spark_fields: Sequence[tuple[str, str]]) -> pa.Schema:
-    import pyarrow as pa
-
-    arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
-    return pa.schema([(name, arrow[sql_type]) for name, sql_type in spark_fields])
+    return arrow_schema(RECORD_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -156,27 +146,20 @@ def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:
     return orjson.dumps([image.get(name) for name in names]).decode()
 
 
-class ChangeWriter:
+class ChangeWriter(RecordColumns):
     """Collects change records column by column and hands them out as Arrow record batches."""
 
     def __init__(self, sequence_of: Callable[[RowChange | Ddl], str | None]) -> None:
+        super().__init__(CHANGE_FIELDS)
         self.sequence_of = sequence_of
         self._images = _ImageWriter()
-        self._columns: dict[str, list[Any]] = {name: [] for name in CHANGE_NAMES}
         # The Kafka timestamp of the message being decoded: formats without watermarks place rows
         # around a DDL by it (TiCDC and DataWorks send every change before a DDL ahead of the DDL).
         self.timestamp_ms: int | None = None
 
-    def __len__(self) -> int:
-        return len(self._columns["kind"])
-
     def add(self, kind: str, origin: Origin | None, **fields: Any) -> None:
-        origin = origin or Origin()
-        fields.update(topic=origin.topic, partition=origin.partition, offset=origin.offset, index=origin.index)
-        fields["kind"] = kind
         fields.setdefault("timestamp_ms", self.timestamp_ms)
-        for name, values in self._columns.items():
-            values.append(fields.get(name))
+        super().add(kind, origin, **fields)
 
     def add_row(self, row: RowChange) -> None:
         problem = commit_ts_problem(row.commit_ts)
@@ -219,13 +202,6 @@ class ChangeWriter:
         self.add("carry", message.origin, raw_key=message.key, raw_value=message.value,
                  timestamp_ms=message.timestamp_ms, reason=role, database=database, table=table,
                  sequence=None if version is None else str(version), commit_ts=commit_ts)
-
-    def take(self) -> pa.RecordBatch:
-        import pyarrow as pa
-
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=change_arrow_schema())
-        self._columns = {name: [] for name in CHANGE_NAMES}
-        return batch
 
 
 class PartitionDecoder(PartitionReading):

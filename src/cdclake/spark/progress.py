@@ -41,13 +41,14 @@ import orjson
 
 from cdclake.eventjson.schemas import schema_from_json, schema_to_json
 from cdclake.model import Origin, RawMessage, TableSchema
+from cdclake.ordering.records import spark_ddl
 from cdclake.ordering.resolution import newest_schema_versions
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.changes import CHANGE_FIELDS, CarriedMessage
 
 # (name, Spark SQL type) of a state row: a change record and what the row is.
 STATE_FIELDS = (("state", "string"), ("batch", "bigint"), ("end_offset", "bigint"), *CHANGE_FIELDS)
-STATE_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in STATE_FIELDS)
+STATE_DDL = spark_ddl(STATE_FIELDS)
 STATE_NAMES = tuple(name for name, _ in STATE_FIELDS)
 
 

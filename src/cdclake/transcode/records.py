@@ -31,6 +31,7 @@ from cdclake.model import (
     Watermark,
 )
 from cdclake.ordering.reading import PartitionReading, commit_ts_problem, event_origin
+from cdclake.ordering.records import RecordColumns, spark_ddl
 from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
@@ -77,40 +78,15 @@ RECORD_FIELDS: tuple[tuple[str, str], ...] = (
     ("reason", "string"),
 )
 
-RECORD_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in RECORD_FIELDS)
-RECORD_NAMES = tuple(name for name, _ in RECORD_FIELDS)
+RECORD_DDL = spark_ddl(RECORD_FIELDS)
 ORDER = ("ts", "rank", "sequence", "topic", "partition", "offset", "index", "piece")
 
 
-def record_arrow_schema() -> pa.Schema:
-    import pyarrow as pa
-
-    arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
-    return pa.schema([(name, arrow[sql_type]) for name, sql_type in RECORD_FIELDS])
-
-
-class RecordWriter:
+class RecordWriter(RecordColumns):
     """Collects records column by column and hands them out as Arrow record batches."""
 
     def __init__(self) -> None:
-        self._columns: dict[str, list[Any]] = {name: [] for name in RECORD_NAMES}
-
-    def __len__(self) -> int:
-        return len(self._columns["kind"])
-
-    def add(self, kind: str, origin: Origin | None, **fields: Any) -> None:
-        origin = origin or Origin()
-        fields.update(kind=kind, topic=origin.topic, partition=origin.partition, offset=origin.offset,
-                      index=origin.index)
-        for name, values in self._columns.items():
-            values.append(fields.get(name))
-
-    def take(self) -> pa.RecordBatch:
-        import pyarrow as pa
-
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=record_arrow_schema())
-        self._columns = {name: [] for name in RECORD_NAMES}
-        return batch
+        super().__init__(RECORD_FIELDS)
 
 
 @dataclass(frozen=True)
