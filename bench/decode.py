@@ -53,7 +53,8 @@ from benchmarks_md import load_average, machine, write_section
 from cdclake.formats import get_codec
 from cdclake.formats.base import Decoder
 from cdclake.model import Bootstrap, ColumnSchema, Event, IndexSchema, Op, RawMessage, RowChange, TableSchema
-from cdclake.types import Family, MySQLType, to_float32
+from cdclake.types import Family, MySQLType
+from cdclake.values import to_float32
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.5

@@ -38,7 +38,8 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.types import MySQLType, ZeroTemporal
+from cdclake.types import MySQLType
+from cdclake.values import ZeroTemporal
 
 START = dt.datetime(2024, 5, 1, 9, 0, tzinfo=dt.UTC)
 

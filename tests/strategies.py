@@ -12,7 +12,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from cdclake.types import Family, MySQLType, ZeroTemporal, to_float32
+from cdclake.types import Family, MySQLType
+from cdclake.values import ZeroTemporal, to_float32
 
 INTEGER_TYPES = [
     MySQLType(name, unsigned=unsigned)

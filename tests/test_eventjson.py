@@ -33,7 +33,8 @@ from cdclake.model import (
     TransactionMark,
     Watermark,
 )
-from cdclake.types import MySQLType, ZeroTemporal
+from cdclake.types import MySQLType
+from cdclake.values import ZeroTemporal
 from tests.strategies import TYPES, nullable_values_of, rows
 
 

@@ -17,9 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake.errors import OptionError, TypeParseError
-from cdclake.types import (
-    Family,
-    MySQLType,
+from cdclake.types import Family, MySQLType
+from cdclake.values import (
     ZeroTemporal,
     format_float,
     format_time,

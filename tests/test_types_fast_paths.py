@@ -1,4 +1,4 @@
-"""types.parse_time and types.parse_datetime read TiDB's usual shapes with datetime.fromisoformat, which
+"""values.parse_time and values.parse_datetime read TiDB's usual shapes with datetime.fromisoformat, which
 also reads other layouts: on every text they must agree with their plain patterns."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cdclake.errors import TypeParseError
-from cdclake.types import _DATETIME_RE, _TIME_RE, ZeroTemporal, parse_datetime, parse_time
+from cdclake.values import _DATETIME_RE, _TIME_RE, ZeroTemporal, parse_datetime, parse_time
 
 # Digits of other scripts, separators and zone suffixes that fromisoformat or the patterns may take.
 NOISE = st.sampled_from(["0", "5", "9", ":", ".", ",", "-", "+", "Z", "T", " ", "_", "\u0663", "\uff15", "W"])

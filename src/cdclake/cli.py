@@ -49,7 +49,7 @@ from cdclake.message_files import (
 )
 from cdclake.model import Event, Origin, PendingRow, RawMessage, RowChange
 from cdclake.sources.captured import CaptureError, partitions, read_partition, topics
-from cdclake.types import zone
+from cdclake.values import zone
 
 _Part = TypeVar("_Part")
 

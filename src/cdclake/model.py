@@ -1,7 +1,7 @@
 """The events every codec speaks, whatever the wire format.
 
 A decoder turns one :class:`RawMessage` into a list of events; an encoder turns events back into raw
-messages. Row values are the exact Python values described in :mod:`cdclake.types`.
+messages. Row values are the exact Python values described in :mod:`cdclake.values`.
 
 What a format carries beyond the common model (Canal's ``es`` and ``ts``, Simple's ``buildTs``,
 DataWorks' ``sequenceId`` and Oracle ``rowid``/``scn``) stays in each event's ``meta`` under the

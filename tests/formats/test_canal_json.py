@@ -45,9 +45,8 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.types import (
-    Family,
-    MySQLType,
+from cdclake.types import Family, MySQLType
+from cdclake.values import (
     ZeroTemporal,
     enum_index,
     format_float,
@@ -1735,8 +1734,8 @@ def test_edge_values_round_trip(options: dict[str, bool]) -> None:
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), mtype=st.sampled_from([t for t in TYPES if t.family is not Family.BINARY]))
 def test_values_agree_with_the_types_module(data: st.DataObject, mtype: MySQLType) -> None:
-    """The decoder's fast converters read TiDB's text as types.value_from_text does, and the encoder
-    writes what types.value_to_text writes (binary, which each format wraps its own way, aside)."""
+    """The decoder's fast converters read TiDB's text as values.value_from_text does, and the encoder
+    writes what values.value_to_text writes (binary, which each format wraps its own way, aside)."""
     value = data.draw(values_of(mtype))
     text = value_to_text(mtype, value, dt.UTC)
     change = RowChange(Op.INSERT, "db", "tbl", None, {"v": value}, {"v": mtype})
@@ -1911,7 +1910,7 @@ def test_values_the_fast_path_leaves_to_the_converters() -> None:
     ],
 )  # fmt: skip
 def test_time_values_read_as_parse_time_reads_them(text: str) -> None:
-    """TIME text of the common shape takes a faster parser; every text reads as types.parse_time reads it."""
+    """TIME text of the common shape takes a faster parser; every text reads as values.parse_time reads it."""
     encoded = message(data=[{"id": "1", "c": text}], mysqlType={"id": "int", "c": "time"})
     try:
         expected = parse_time(text)

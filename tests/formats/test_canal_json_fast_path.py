@@ -12,7 +12,8 @@ from cdclake.errors import DecodeError
 from cdclake.formats import get_codec
 from cdclake.formats.canal_json.values import _converter
 from cdclake.model import Op, RawMessage, RowChange
-from cdclake.types import MySQLType, zone
+from cdclake.types import MySQLType
+from cdclake.values import zone
 
 CODEC = get_codec("canal-json")
 

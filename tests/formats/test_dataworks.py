@@ -44,7 +44,8 @@ from cdclake.model import (
     TransactionMark,
     Watermark,
 )
-from cdclake.types import Family, MySQLType, ZeroTemporal, value_from_text, zone
+from cdclake.types import Family, MySQLType
+from cdclake.values import ZeroTemporal, value_from_text, zone
 from tests.fuzzing import mutations
 from tests.strategies import TYPES, rows
 

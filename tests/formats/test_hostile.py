@@ -18,7 +18,8 @@ from cdclake.errors import DecodeError, OptionError, TypeParseError
 from cdclake.formats import get_codec
 from cdclake.formats.limits import MAX_COLUMNS, SHAPE_CACHE_SIZE
 from cdclake.model import Bootstrap, ColumnSchema, Op, Origin, RawMessage, RowChange, TableSchema
-from cdclake.types import MySQLType, zone
+from cdclake.types import MySQLType
+from cdclake.values import zone
 from tests.fuzzing import HOSTILE, hostile_mutate
 
 ORIGIN = Origin(topic="cdc", partition=0, offset=7)

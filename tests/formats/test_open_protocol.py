@@ -44,7 +44,8 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.types import Family, MySQLType, ZeroTemporal, enum_index, set_bits, to_float32
+from cdclake.types import Family, MySQLType
+from cdclake.values import ZeroTemporal, enum_index, set_bits, to_float32
 from tests.conftest import VECTORS
 from tests.fuzzing import mutate
 from tests.strategies import TYPES, nullable_values_of, rows, values_of

@@ -7,7 +7,7 @@ types and the errors. One message is one JSON object with a ``t`` (``row``, ``dd
     {"t": "row", "op": "u", "db": "shop", "tbl": "customers", "ts": 4490..., "key": ["id"],
      "types": {"id": "bigint unsigned", ...}, "before": {"id": "7", ...}, "after": {...}}
 
-Values are MySQL's text (:func:`cdclake.types.value_to_text`: an ENUM its index, a SET its bits, the
+Values are MySQL's text (:func:`cdclake.values.value_to_text`: an ENUM its index, a SET its bits, the
 type text naming their members), bytes as hex, SQL NULL as JSON null; TIMESTAMPs in UTC.
 """
 
@@ -21,7 +21,8 @@ from typing import Any
 from cdclake.errors import DecodeError, EncodeError, TypeParseError
 from cdclake.formats.base import Codec
 from cdclake.model import Ddl, DdlKind, Event, Op, RawMessage, RowChange, Watermark
-from cdclake.types import MySQLType, value_from_text, value_to_text
+from cdclake.types import MySQLType
+from cdclake.values import value_from_text, value_to_text
 
 NAME = "toy-jsonl"
 _OPS = {"i": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from cdclake.errors import TypeParseError
 from cdclake.schema.lake import lake_cast, lake_text, lake_text_function, lake_type
-from cdclake.types import Family, MySQLType, ZeroTemporal, parse_time, to_float32
+from cdclake.types import Family, MySQLType
+from cdclake.values import ZeroTemporal, parse_time, to_float32
 from tests.strategies import TYPES, nullable_values_of
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from cdclake.ordering.bad_messages import BadMessageError
 from cdclake.sinks.iceberg import tables
 from cdclake.sinks.iceberg.state import load_state
-from cdclake.spark.replicate import BadMessageError
 from cdclake.workload import Workload, WorkloadSpec, produce
 from tests.spark.jobs import (
     CASES,

@@ -19,7 +19,8 @@ from cdclake.schema.ddl import interpret
 from cdclake.schema.lake import lake_cast, lake_text_function, lake_type
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sinks.iceberg.evolution import alter_statements, plan
-from cdclake.types import MySQLType, ZeroTemporal, to_float32
+from cdclake.types import MySQLType
+from cdclake.values import ZeroTemporal, to_float32
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 LATEST = dt.datetime(9999, 12, 31, 23, 59, 59, 999999)

@@ -11,7 +11,8 @@ import pytest
 import sqlglot
 
 from cdclake.model import DdlKind, Op
-from cdclake.types import Family, MySQLType, ZeroTemporal
+from cdclake.types import Family, MySQLType
+from cdclake.values import ZeroTemporal
 from cdclake.workload import Workload, WorkloadError, WorkloadSpec, key_of, physical_ms
 from cdclake.workload.tables import CATALOG, CREATED_MID_STREAM, qualified
 from tests.workload.consumer import apply, changes

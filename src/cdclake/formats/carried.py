@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cdclake.formats.base import Carrier, ValueCarrier, same
-from cdclake.types import Family, MySQLType, enum_index, set_bits
+from cdclake.types import Family, MySQLType
+from cdclake.values import enum_index, set_bits
 
 
 def or_null(convert: Callable[[Any], Any]) -> Carrier:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-# types.is_tidb_datetime_text and types.is_time_of_day_text as expressions of the text in variable {v}
+# values.is_tidb_datetime_text and values.is_time_of_day_text as expressions of the text in variable {v}
 # (str.format templates), for statements that take those parsers' fast paths inline.
 DATETIME_SHAPE = "(len({v}) == 19 or (21 <= len({v}) <= 26 and {v}[19] == '.')) and {v}[4:17:3] == '-- ::'"
 TIME_SHAPE = "(len({v}) == 8 or (10 <= len({v}) <= 15 and {v}[8] == '.')) and {v}[2:6:3] == '::'"

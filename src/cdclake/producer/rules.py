@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from cdclake.errors import CdclakeError
-from cdclake.eventjson import schema_from_json, schema_to_json
+from cdclake.eventjson.schemas import schema_from_json, schema_to_json
 from cdclake.formats import get_codec
 from cdclake.formats.base import Codec, Encoder, Option, parse_bool, parse_int
 from cdclake.model import Bootstrap, Ddl, DdlKind, Heartbeat, Op, RawMessage, RowChange, TableSchema, Watermark

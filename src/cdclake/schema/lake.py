@@ -43,7 +43,7 @@ a CREATE TABLE always has its width.
     holds them, rather than cast to NULL; the digits of a column known to be unsigned (from its DDL) go
     to its decimal(20,0) unchanged.
 
-**Zero dates.** A :class:`cdclake.types.ZeroTemporal` (``0000-00-00``) names no day; the lake keeps it as
+**Zero dates.** A :class:`cdclake.values.ZeroTemporal` (``0000-00-00``) names no day; the lake keeps it as
 NULL, as MySQL Connector/J's ``zeroDateTimeBehavior=CONVERT_TO_NULL`` and Debezium do, even where the
 MySQL column is NOT NULL (see "Zero dates" in :mod:`cdclake.types`).
 
@@ -63,17 +63,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cdclake.errors import TypeParseError
-from cdclake.types import (
-    INTEGER_BITS,
-    Family,
-    MySQLType,
-    ZeroTemporal,
-    enum_value,
-    format_decimal,
-    format_float,
-    format_time,
-    set_value,
-)
+from cdclake.types import INTEGER_BITS, Family, MySQLType
+from cdclake.values import ZeroTemporal, enum_value, format_decimal, format_float, format_time, set_value
 
 LakeText = Callable[[Any], "str | None"]
 

@@ -30,7 +30,6 @@ Every record carries the coordinates (topic, partition, offset, index) of the me
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,22 +37,23 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cdclake.claimcheck import decoder_for, handle_key_only_reason
 from cdclake.errors import DecodeError
-from cdclake.eventjson import event_to_json, schema_to_json
+from cdclake.eventjson import event_to_json
+from cdclake.eventjson.schemas import schema_to_json
 from cdclake.formats import get_codec
 from cdclake.model import (
-    Bootstrap,
     Ddl,
     Event,
     Heartbeat,
-    LargeMessageRef,
     Origin,
     PendingRow,
     RawMessage,
     RowChange,
+    TableSchema,
     Watermark,
 )
+from cdclake.ordering.reading import PartitionReading, commit_ts_problem, event_origin
+from cdclake.ordering.records import RecordColumns, arrow_schema, spark_ddl
 from cdclake.schema.lake import lake_text_function
 from cdclake.schema.names import column_problem
 from cdclake.sources.ranges import OffsetRange, Source
@@ -62,10 +62,8 @@ from cdclake.types import MySQLType
 if TYPE_CHECKING:
     import pyarrow as pa
 
-INT64_MAX = 2**63 - 1
 # The last line of a Python traceback, as Spark passes a task's on to the driver, for one of cdclake's errors.
 _TASK_ERROR = re.compile(r"^cdclake(?:\.\w+)+Error: (.+)$", re.MULTILINE)
-_QUIET_KEPT = 64
 
 # (name, Spark SQL type) of every field of a change record, in order.
 CHANGE_FIELDS: tuple[tuple[str, str], ...] = (
@@ -91,23 +89,12 @@ CHANGE_FIELDS: tuple[tuple[str, str], ...] = (
     ("timestamp_ms", "bigint"),
     ("reason", "string"),
 )
-CHANGE_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in CHANGE_FIELDS)
+CHANGE_DDL = spark_ddl(CHANGE_FIELDS)
 CHANGE_NAMES = tuple(name for name, _ in CHANGE_FIELDS)
 
 
-def change_arrow_schema() -> pa.Schema:
-    return _arrow_schema(CHANGE_FIELDS)
-
-
 def record_arrow_schema() -> pa.Schema:
-    return _arrow_schema(RECORD_FIELDS)
-
-
-def _arrow_schema(spark_fields: Sequence[tuple[str, str]]) -> pa.Schema:
-    import pyarrow as pa
-
-    arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
-    return pa.schema([(name, arrow[sql_type]) for name, sql_type in spark_fields])
+    return arrow_schema(RECORD_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -159,31 +146,25 @@ def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:
     return orjson.dumps([image.get(name) for name in names]).decode()
 
 
-class ChangeWriter:
+class ChangeWriter(RecordColumns):
     """Collects change records column by column and hands them out as Arrow record batches."""
 
     def __init__(self, sequence_of: Callable[[RowChange | Ddl], str | None]) -> None:
+        super().__init__(CHANGE_FIELDS)
         self.sequence_of = sequence_of
         self._images = _ImageWriter()
-        self._columns: dict[str, list[Any]] = {name: [] for name in CHANGE_NAMES}
         # The Kafka timestamp of the message being decoded: formats without watermarks place rows
         # around a DDL by it (TiCDC and DataWorks send every change before a DDL ahead of the DDL).
         self.timestamp_ms: int | None = None
 
-    def __len__(self) -> int:
-        return len(self._columns["kind"])
-
     def add(self, kind: str, origin: Origin | None, **fields: Any) -> None:
-        origin = origin or Origin()
-        fields.update(topic=origin.topic, partition=origin.partition, offset=origin.offset, index=origin.index)
-        fields["kind"] = kind
         fields.setdefault("timestamp_ms", self.timestamp_ms)
-        for name, values in self._columns.items():
-            values.append(fields.get(name))
+        super().add(kind, origin, **fields)
 
     def add_row(self, row: RowChange) -> None:
-        if row.commit_ts is not None and row.commit_ts > INT64_MAX:
-            raise DecodeError("cdclake", f"commit ts {row.commit_ts} is beyond a 64-bit signed integer", row.origin)
+        problem = commit_ts_problem(row.commit_ts)
+        if problem is not None:
+            raise DecodeError("cdclake", problem, row.origin)
         if row.after is None and row.before is None:
             what = f"a {row.op.value} of {row.database}.{row.table} with no row image"
             raise DecodeError("cdclake", what, row.origin)
@@ -222,93 +203,65 @@ class ChangeWriter:
                  timestamp_ms=message.timestamp_ms, reason=role, database=database, table=table,
                  sequence=None if version is None else str(version), commit_ts=commit_ts)
 
-    def take(self) -> pa.RecordBatch:
-        import pyarrow as pa
 
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=change_arrow_schema())
-        self._columns = {name: [] for name in CHANGE_NAMES}
-        return batch
-
-
-class PartitionDecoder:
-    """Decodes one partition's range after the messages carried into it, and tells what to carry on.
+class PartitionDecoder(PartitionReading):
+    """Decodes one partition's range after the messages carried into it into change records, and tells
+    what to carry on.
 
     Events of a ``prime`` message were applied in an earlier batch and are dropped; those of a
     ``held`` message come out now (they were not complete before).
     """
 
     def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter) -> None:
-        self._decoder = decoder_for(get_codec(format_name), options)
+        super().__init__(get_codec(format_name), options)
         self._writer = writer
-        self._waiting: dict[tuple[int | None, int | None], tuple[RawMessage, PendingRow]] = {}
-        # The latest messages that gave no event: a decoder holds at most a few (DataWorks: one update half).
-        self._quiet: dict[tuple[int | None, int | None], RawMessage] = {}
 
-    def prime(self, message: RawMessage) -> None:
-        # A message that fails failed when first decoded too, and went to the dead letters then.
-        with contextlib.suppress(DecodeError):
-            self._decoder.decode(message)
-
-    def decode(self, message: RawMessage) -> None:
+    def read(self, message: RawMessage) -> None:
         self._writer.timestamp_ms = message.timestamp_ms
+        super().read(message)
+
+    # Carried on: rows still waiting for their schema and the messages whose events the decoder still
+    # holds, as raw messages, not events. A held event of a message that did give events (decoded before
+    # a failure) comes out now.
+
+    def held(self, event: Event, message: RawMessage | None) -> None:
+        if message is not None:
+            self._writer.add_carry("held", message)
+        else:
+            self.dispatch(event, RawMessage(None, None, event_origin(event) or Origin()))
+
+    def waiting(self, message: RawMessage, row: PendingRow) -> None:
+        self._writer.add_carry("held", message, row.database, row.table, row.schema_version, row.commit_ts)
+
+    def bad(self, message: RawMessage, reason: str) -> None:
+        self._writer.add_error(message, reason)
+
+    def row(self, row: RowChange, message: RawMessage) -> None:
         try:
-            events = self._decoder.decode(message)
+            self._writer.add_row(row)
         except DecodeError as exc:
             self._writer.add_error(message, str(exc))
-            return
-        if not events:
-            self._quiet[_coordinates(message.origin)] = message
-            if len(self._quiet) > _QUIET_KEPT:
-                del self._quiet[next(iter(self._quiet))]
-        for event in events:
-            self._emit(event, message)
 
-    def finish(self) -> None:
-        """Carry what the next batch needs: rows still waiting for their schema and the messages whose
-        events the decoder still holds (its ``flush()``), as raw messages, not events. A flushed event
-        of a message that did give events (decoded before a failure) comes out now."""
-        for event in self._decoder.flush():
-            held = self._quiet.get(_coordinates(event_origin(event)))
-            if held is not None:
-                self._writer.add_carry("held", held)
-            else:
-                self._emit(event, RawMessage(None, None, event_origin(event) or Origin()))
-        for message, row in self._waiting.values():
-            self._writer.add_carry("held", message, row.database, row.table, row.schema_version, row.commit_ts)
-
-    def _emit(self, event: Event, message: RawMessage) -> None:
+    def ddl(self, ddl: Ddl, message: RawMessage) -> None:
         writer = self._writer
-        match event:
-            case RowChange():
-                self._waiting.pop(_coordinates(event.origin), None)
-                self._quiet.pop(_coordinates(event.origin), None)
-                try:
-                    writer.add_row(event)
-                except DecodeError as exc:
-                    writer.add_error(message, str(exc))
-            case PendingRow():
-                self._waiting[_coordinates(event.origin)] = (message, event)
-            case Ddl():
-                writer.add("ddl", event.origin, database=event.database, table=event.table,
-                           commit_ts=event.commit_ts, sequence=writer.sequence_of(event),
-                           event=orjson.dumps(event_to_json(event)).decode())
-                for schema in (event.schema_before, event.schema_after):
-                    if schema is not None:
-                        writer.add_carry("prime", message, schema.database, schema.table, schema.version)
-            case Bootstrap():
-                schema = event.schema
-                writer.add("bootstrap", event.origin, database=schema.database, table=schema.table,
-                           sequence=None if schema.version is None else str(schema.version),
-                           event=orjson.dumps(schema_to_json(schema)).decode())
+        writer.add("ddl", ddl.origin, database=ddl.database, table=ddl.table, commit_ts=ddl.commit_ts,
+                   sequence=writer.sequence_of(ddl), event=orjson.dumps(event_to_json(ddl)).decode())
+        for schema in (ddl.schema_before, ddl.schema_after):
+            if schema is not None:
                 writer.add_carry("prime", message, schema.database, schema.table, schema.version)
-            case Watermark():
-                writer.add("watermark", event.origin, commit_ts=event.ts)
-            case Heartbeat():
-                writer.add("heartbeat", event.origin, commit_ts=event.ts_ms)
-            case LargeMessageRef():  # handle-key-only, with on-handle-key-only=dead-letter
-                writer.add_error(message, f"{handle_key_only_reason(event)}; not applied")
-            case _:
-                pass  # transaction marks: the commit ts and watermarks already order everything
+
+    def bootstrap(self, schema: TableSchema, origin: Origin | None, message: RawMessage) -> None:
+        writer = self._writer
+        writer.add("bootstrap", origin, database=schema.database, table=schema.table,
+                   sequence=None if schema.version is None else str(schema.version),
+                   event=orjson.dumps(schema_to_json(schema)).decode())
+        writer.add_carry("prime", message, schema.database, schema.table, schema.version)
+
+    def watermark(self, watermark: Watermark) -> None:
+        self._writer.add("watermark", watermark.origin, commit_ts=watermark.ts)
+
+    def heartbeat(self, heartbeat: Heartbeat) -> None:
+        self._writer.add("heartbeat", heartbeat.origin, commit_ts=heartbeat.ts_ms)
 
 
 def decode_task_error(exc: BaseException) -> str | None:
@@ -317,14 +270,6 @@ def decode_task_error(exc: BaseException) -> str | None:
     driver, which holds the task's traceback as text; None if ``exc`` holds none."""
     found = _TASK_ERROR.findall(str(exc))
     return found[-1] if found else None
-
-
-def event_origin(event: Event) -> Origin | None:
-    return event.row.origin if isinstance(event, LargeMessageRef) else event.origin
-
-
-def _coordinates(origin: Origin | None) -> tuple[int | None, int | None]:
-    return (None, None) if origin is None else (origin.partition, origin.offset)
 
 
 def decode_tasks(
@@ -336,7 +281,7 @@ def decode_tasks(
     for task in tasks:
         partition = _primed_decoder(format_name, options, writer, task.carried)
         for message in source.read(task.offset_range):
-            partition.decode(message)
+            partition.read(message)
             if len(writer) >= batch_rows:
                 yield writer.take()
         partition.finish()
@@ -385,7 +330,7 @@ def decode_records(
             if role == "prime":
                 partition.prime(message)
             else:
-                partition.decode(message)
+                partition.read(message)
             if len(writer) >= batch_rows:
                 yield writer.take()
     if partition is not None:
@@ -403,5 +348,5 @@ def _primed_decoder(format_name: str, options: Mapping[str, Any], writer: Change
         if message.role == "prime":
             partition.prime(message.message)
         else:
-            partition.decode(message.message)
+            partition.read(message.message)
     return partition

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cdclake.errors import CdclakeError
-from cdclake.eventjson import schema_from_json
+from cdclake.eventjson.schemas import schema_from_json
 from cdclake.model import TableSchema
+from cdclake.ordering.resolution import lowest_behind, resolved_ts
 from cdclake.sources.ranges import OffsetRange, PartitionExtent
 from cdclake.spark.changes import CarriedMessage
 from cdclake.spark.progress import JobState, Position, carried_from_record
@@ -164,12 +165,11 @@ class Ordering:
         applied ts must not pass a row it has not applied: a replay drops what is at or below it."""
         if not self.watermarks:
             return None
-        marks = [position.watermark for position in state.positions.values()]
-        resolved = 0 if not marks or None in marks else min(m for m in marks if m is not None)
         waiting = [entry for entries in facts.carried.values() for entry in entries
                    if entry[0].role == "held" and entry[0].commit_ts is not None]
-        self._check_schema_wait(waiting, resolved)
-        return min(resolved, min(entry[0].commit_ts or 0 for entry in waiting) - 1) if waiting else resolved
+        marks = [position.watermark for position in state.positions.values()]
+        self._check_schema_wait(waiting, resolved_ts(marks))
+        return resolved_ts(marks, [entry[0].commit_ts for entry in waiting])
 
     def _check_schema_wait(self, waiting: list[tuple[CarriedMessage, str | None, str | None, int | None]],
                            resolved: int) -> None:
@@ -194,14 +194,17 @@ class Ordering:
     def resolved_sequence(self, state: JobState, extents: Mapping[tuple[str, int], PartitionExtent]) -> int | None:
         """For a format without watermarks, the sequence below which every partition has been read: the
         lowest of the newest sequences read on the partitions not read to their end (one read to its
-        end has nothing older to come); None when every partition is read to its end.
+        end has nothing older to come); None when every partition is read to its end, and for a format
+        with watermarks (its resolved ts orders instead).
 
         A partition's changes come in sequence order, so one that is read up to sequence s can send
         nothing below s any more; a DDL applied above that bound could overtake a row of an older
         schema still unread on a slower partition."""
-        behind = [position.read_sequence for tp, position in state.positions.items()
-                  if tp in extents and position.next_offset < extents[tp].high and position.read_sequence is not None]
-        return min(behind) if behind else None
+        if self.watermarks:
+            return None
+        behind = {tp for tp, position in state.positions.items()
+                  if tp in extents and position.next_offset < extents[tp].high}
+        return lowest_behind({tp: position.read_sequence for tp, position in state.positions.items()}, behind)
 
     def ready(self, resolved: int | None, resolved_sequence: int | None) -> Column | None:
         """Which changes apply in this batch, or None for all of them: at or below the resolved ts, or

@@ -41,14 +41,16 @@ from typing import Any
 
 import orjson
 
-from cdclake.eventjson import schema_from_json, schema_to_json
+from cdclake.eventjson.schemas import schema_from_json, schema_to_json
 from cdclake.model import Origin, RawMessage, TableSchema
+from cdclake.ordering.records import spark_ddl
+from cdclake.ordering.resolution import newest_schema_versions
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.changes import CHANGE_FIELDS, CarriedMessage
 
 # (name, Spark SQL type) of a state row: a change record and what the row is.
 STATE_FIELDS = (("state", "string"), ("batch", "bigint"), ("end_offset", "bigint"), *CHANGE_FIELDS)
-STATE_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in STATE_FIELDS)
+STATE_DDL = spark_ddl(STATE_FIELDS)
 STATE_NAMES = tuple(name for name, _ in STATE_FIELDS)
 
 
@@ -177,21 +179,8 @@ def plan_rows(plan: Iterable[OffsetRange], batch: int, stream: tuple[str, int] |
 def prune_primes(
     carried: list[tuple[CarriedMessage, str | None, str | None, int | None]], versions_kept: int = 2
 ) -> list[tuple[CarriedMessage, str | None, str | None, int | None]]:
-    """One schema message per table version, for the newest ``versions_kept`` versions of each table;
-    held messages all kept. Rows of an older version than those cannot still be on their way: TiCDC
-    sends a DDL only after every row before it."""
+    """The schema messages a partition keeps carrying (:func:`~cdclake.ordering.resolution.newest_schema_versions`),
+    and every held message."""
+    primes = [entry for entry in carried if entry[0].role == "prime"]
     held = [entry for entry in carried if entry[0].role != "prime"]
-    primes: dict[tuple[str | None, str | None, int | None], tuple[CarriedMessage, str | None, str | None, int | None]]
-    primes = {}
-    for entry in carried:
-        if entry[0].role == "prime":
-            primes.setdefault((entry[1], entry[2], entry[3]), entry)
-    newest: dict[tuple[str | None, str | None], list[int | None]] = {}
-    for database, table, version in primes:
-        newest.setdefault((database, table), []).append(version)
-    kept = []
-    for (database, table, version), entry in primes.items():
-        versions = sorted(newest[(database, table)], key=lambda v: -1 if v is None else v)
-        if version in versions[-versions_kept:]:
-            kept.append(entry)
-    return kept + held
+    return newest_schema_versions(primes, lambda entry: (entry[1], entry[2], entry[3]), versions_kept) + held

@@ -24,6 +24,7 @@ import orjson
 
 from cdclake.errors import OptionError
 from cdclake.formats import get_codec
+from cdclake.ordering.records import spark_ddl
 from cdclake.schema.lake import IMAGE_JSON_OPTIONS, lake_cast, sql_string
 from cdclake.sources import open_source
 from cdclake.sources.ranges import OffsetRange, Source
@@ -40,7 +41,7 @@ from cdclake.types import MySQLType
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-RECORD_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in RECORD_FIELDS)
+RECORD_DDL = spark_ddl(RECORD_FIELDS)
 # Per-table views: the change's own columns, ahead of the table's.
 VIEW_COLUMNS = ("_op", "_commit_ts", "_topic", "_partition", "_offset")
 

@@ -29,9 +29,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cdclake.errors import CdclakeError, OptionError
+from cdclake.errors import OptionError
 from cdclake.formats import get_codec
 from cdclake.model import Ddl, DdlKind, TableSchema
+from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy, stop_at_bad_message
 from cdclake.schema.ddl.changes import (
     AddColumn,
     CreateTable,
@@ -65,11 +66,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 TAIL_CHOICES = ("keep", "apply")
-BAD_MESSAGE_CHOICES = ("dead-letter", "fail")
 
-
-class BadMessageError(CdclakeError):
-    """A message could not be decoded and the job is configured to stop at the first one."""
 
 
 # Each batch pays several seconds of fixed costs (Spark jobs, commits, a MERGE per table) whatever its
@@ -102,7 +99,7 @@ class ReplicateConfig:
     target_namespace: str = "{database}"
     max_batch_records: int = DEFAULT_MAX_BATCH_RECORDS
     unresolved_tail: str = "keep"
-    on_bad_message: str = "dead-letter"
+    on_bad_message: str = DEAD_LETTER
     evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
     write_mode: str = "merge-on-read"
     parallel_tables: int = 4
@@ -117,8 +114,7 @@ class ReplicateConfig:
             check_sink_url(self.sink)
         if self.unresolved_tail not in TAIL_CHOICES:
             raise OptionError(f"unresolved-tail={self.unresolved_tail!r}: one of {', '.join(TAIL_CHOICES)}")
-        if self.on_bad_message not in BAD_MESSAGE_CHOICES:
-            raise OptionError(f"on-bad-message={self.on_bad_message!r}: one of {', '.join(BAD_MESSAGE_CHOICES)}")
+        check_bad_message_policy(self.on_bad_message)
         if self.max_batch_records < 1:
             raise OptionError(f"max-batch-records={self.max_batch_records}: must be at least 1")
         if self.schema_wait_s < 0:
@@ -163,9 +159,8 @@ class Replicator:
         self.spark, self.source, self.config = spark, source, config
         self.codec = get_codec(config.format)
         self.options = self.codec.resolve(config.format_options)
-        self.watermarks = self.codec.has_watermarks(self.options)
-        self.ordering = Ordering(spark, self.watermarks, self.codec.unique_sequences, config.include,
-                                 config.exclude, config.schema_wait_s)
+        self.ordering = Ordering(spark, self.codec.has_watermarks(self.options), self.codec.unique_sequences,
+                                 config.include, config.exclude, config.schema_wait_s)
         self.planner = TablePlanner(self.ordering, config.evolution.unsupported_ddl)
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
@@ -196,7 +191,7 @@ class Replicator:
         else:
             self._observe_paces(state)
             ranges = plan_ranges(extents, state.positions_map(), self.config.max_batch_records, self._paces.paces())
-            tail = finishing and self.config.unresolved_tail == "apply" and self.watermarks
+            tail = finishing and self.config.unresolved_tail == "apply" and self.ordering.watermarks
             if not ranges and not (tail and not pending.isEmpty()):
                 return None
             state.plan = ranges
@@ -214,7 +209,7 @@ class Replicator:
         """Tell the planner how far each partition has got, in the order the format carries."""
         for tp, position in state.positions.items():
             self._paces.observe(tp, position.next_offset,
-                                position.watermark if self.watermarks else position.read_sequence)
+                                position.watermark if self.ordering.watermarks else position.read_sequence)
 
     def apply_query_batch(self, frame: DataFrame, batch_id: int, app_id: str) -> BatchReport | None:
         """Apply batch ``batch_id`` of the streaming query ``app_id``: raw records (columns named as
@@ -294,20 +289,18 @@ class Replicator:
         # batches already, and PySpark's MEMORY_AND_DISK serializes those again (BENCHMARKS.md).
         cached = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
-            facts = Facts.of(cached, sequences=not self.watermarks)
+            facts = Facts.of(cached, sequences=not self.ordering.watermarks)
             decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
             killpoints.reached("decoded")
             report.records = sum(r.size for r in ranges)
             report.dead_letters = len(facts.errors)
-            if facts.errors and self.config.on_bad_message == "fail":
-                raise BadMessageError(f"{facts.errors[0]} (on-bad-message = fail: nothing of batch {batch} "
-                                      "was applied)")
+            stop_at_bad_message(self.config.on_bad_message, next(iter(facts.errors), None),
+                                f"nothing of batch {batch} was applied")
             self.ordering.advance_positions(state, facts, ranges, extents)
             resolved = None if apply_all else self.ordering.resolved_ts(state, facts)
             report.resolved_ts = resolved
             changes = self.ordering.selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
-            ready = self.ordering.ready(
-                resolved, None if self.watermarks else self.ordering.resolved_sequence(state, extents))
+            ready = self.ordering.ready(resolved, self.ordering.resolved_sequence(state, extents))
             applicable, compared = self.ordering.deduplicated(self.ordering.not_yet_applied(
                 changes if ready is None else changes.filter(ready), state))
             # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
@@ -346,7 +339,7 @@ class Replicator:
         finally:
             net.unpersist()
         killpoints.reached("tables-applied")
-        if not self.watermarks:
+        if not self.ordering.watermarks:
             self.ordering.remember_sequences(state, applicable)
 
     def _decode(self, ranges: list[OffsetRange], state: JobState) -> DataFrame:

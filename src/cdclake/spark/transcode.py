@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cdclake.errors import CdclakeError, OptionError
+from cdclake.errors import OptionError
+from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy, stop_at_bad_message
 from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark.batches import run_batches
@@ -75,14 +76,10 @@ from cdclake.transcode.state import (
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-BAD_MESSAGE_CHOICES = ("dead-letter", "fail")
 _READ = "read"  # a facts row: the newest change ts read on a partition
 _LAYOUT_DDL = ("`partition` int, `written` bigint, `laid_out` bigint, `changes` bigint, `duplicates` bigint, "
                "`router` string, `derived` string, `rejected` string")
 
-
-class BadMessageError(CdclakeError):
-    """A message could not be transcoded and the job is configured to stop at the first one."""
 
 
 @dataclass(frozen=True)
@@ -91,11 +88,10 @@ class TranscodeConfig:
 
     spec: TranscodeSpec
     max_batch_records: int = 100_000
-    on_bad_message: str = "dead-letter"
+    on_bad_message: str = DEAD_LETTER
 
     def __post_init__(self) -> None:
-        if self.on_bad_message not in BAD_MESSAGE_CHOICES:
-            raise OptionError(f"on-bad-message={self.on_bad_message!r}: one of {', '.join(BAD_MESSAGE_CHOICES)}")
+        check_bad_message_policy(self.on_bad_message)
         if self.max_batch_records < 1:
             raise OptionError(f"max-batch-records={self.max_batch_records}: must be at least 1")
 
@@ -308,10 +304,9 @@ class Transcoder:
         return (F.col("ts") <= mark) & above
 
     def _stop_at_bad(self, batch: int, letters: list[DeadLetter]) -> None:
-        if letters and self.config.on_bad_message == "fail":
-            first = letters[0]
-            raise BadMessageError(f"{first.origin}: {first.reason} (on-bad-message = fail: batch {batch} stopped; "
-                                  "a rerun runs it again from its plan)")
+        first = f"{letters[0].origin}: {letters[0].reason}" if letters else None
+        stop_at_bad_message(self.config.on_bad_message, first,
+                            f"batch {batch} stopped; a rerun runs it again from its plan")
 
     def _commit(self, progress: Progress, plan: Plan, facts: _Facts, resolution: Resolution,
                 resume: dict[tuple[str, int], int], layouts: list[dict[str, Any]]) -> None:

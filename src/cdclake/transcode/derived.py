@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from cdclake.errors import CdclakeError
-from cdclake.eventjson import schema_from_json, schema_to_json
+from cdclake.eventjson.schemas import schema_from_json, schema_to_json
 from cdclake.model import (
     ColumnSchema,
     Ddl,

@@ -1,13 +1,12 @@
 """Reading: source messages decoded into records, the rows the Spark job moves between its steps.
 
-:func:`read_records` reads each source range with a :class:`_PartitionReader`: changes (commit ts derived
+:func:`read_records` reads each source range with a :class:`PartitionReader`: changes (commit ts derived
 where the source carries none, split and dispatched to their target partition), watermarks,
 heartbeats, schemas and the messages that define them, rows waiting for their schema, dead letters.
 :data:`RECORD_FIELDS` are the records' columns and :data:`ORDER` their order within a batch."""
 
 from __future__ import annotations
 
-import contextlib
 import copyreg
 import hashlib
 import io
@@ -17,16 +16,12 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from cdclake.claimcheck import decoder_for, handle_key_only_reason
-from cdclake.errors import DecodeError
 from cdclake.model import (
-    Bootstrap,
     ColumnSchema,
     Ddl,
     Event,
     Heartbeat,
     IndexSchema,
-    LargeMessageRef,
     Op,
     Origin,
     PendingRow,
@@ -35,6 +30,8 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
+from cdclake.ordering.reading import PartitionReading, commit_ts_problem, event_origin
+from cdclake.ordering.records import RecordColumns, spark_ddl
 from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
@@ -44,7 +41,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-INT64_MAX = 2**63 - 1
 _SEQUENCE_DIGITS = 40  # sequences sort as text: zero-padded
 
 
@@ -82,40 +78,15 @@ RECORD_FIELDS: tuple[tuple[str, str], ...] = (
     ("reason", "string"),
 )
 
-RECORD_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type in RECORD_FIELDS)
-RECORD_NAMES = tuple(name for name, _ in RECORD_FIELDS)
+RECORD_DDL = spark_ddl(RECORD_FIELDS)
 ORDER = ("ts", "rank", "sequence", "topic", "partition", "offset", "index", "piece")
 
 
-def record_arrow_schema() -> pa.Schema:
-    import pyarrow as pa
-
-    arrow = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
-    return pa.schema([(name, arrow[sql_type]) for name, sql_type in RECORD_FIELDS])
-
-
-class RecordWriter:
+class RecordWriter(RecordColumns):
     """Collects records column by column and hands them out as Arrow record batches."""
 
     def __init__(self) -> None:
-        self._columns: dict[str, list[Any]] = {name: [] for name in RECORD_NAMES}
-
-    def __len__(self) -> int:
-        return len(self._columns["kind"])
-
-    def add(self, kind: str, origin: Origin | None, **fields: Any) -> None:
-        origin = origin or Origin()
-        fields.update(kind=kind, topic=origin.topic, partition=origin.partition, offset=origin.offset,
-                      index=origin.index)
-        for name, values in self._columns.items():
-            values.append(fields.get(name))
-
-    def take(self) -> pa.RecordBatch:
-        import pyarrow as pa
-
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=record_arrow_schema())
-        self._columns = {name: [] for name in RECORD_NAMES}
-        return batch
+        super().__init__(RECORD_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -128,103 +99,80 @@ class ReadTask:
     read_until: int = 0
 
 
-class _PartitionReader:
+class PartitionReader(PartitionReading):
     """Decodes one source partition's range into records."""
 
     def __init__(self, spec: TranscodeSpec, writer: RecordWriter, read_until: int) -> None:
+        super().__init__(spec.source_codec, spec.source_options)
         self.spec, self._writer, self._read_until = spec, writer, read_until
-        self._codec = spec.source_codec
-        self._decoder = decoder_for(self._codec, spec.source_options)
         self._stubs = Router(spec.target).sees_every_row
-        self._waiting: dict[tuple[int | None, int | None], PendingRow] = {}  # by the message's coordinates
 
-    def prime(self, message: RawMessage) -> None:
-        with contextlib.suppress(DecodeError):  # it failed when first read too: a dead letter then
-            self._decoder.decode(message)
+    # What the range leaves undone: the next batch reads the partition again from its message.
 
-    def read(self, message: RawMessage) -> None:
-        try:
-            events = self._decoder.decode(message)
-        except DecodeError as exc:
-            self._error(message, str(exc))
-            return
-        for event in events:
-            self._record(event, message)
+    def waiting(self, message: RawMessage, row: PendingRow) -> None:
+        self._writer.add(PENDING, row.origin, ts=row.commit_ts, database=row.database, table=row.table,
+                         version=row.schema_version)
 
-    def finish(self) -> None:
-        """What the range leaves undone: rows still waiting for their schema, and events the decoder
-        still holds (a DataWorks update's first half); the next batch reads the partition again from
-        their message."""
-        for row in self._waiting.values():
-            self._writer.add(PENDING, row.origin, ts=row.commit_ts, database=row.database, table=row.table,
-                             version=row.schema_version)
-        for event in self._decoder.flush():
-            origin = event.row.origin if isinstance(event, LargeMessageRef) else event.origin
-            self._writer.add(HELD, origin)
+    def held(self, event: Event, message: RawMessage | None) -> None:
+        self._writer.add(HELD, event_origin(event))
 
-    def _error(self, message: RawMessage, reason: str) -> None:
+    def bad(self, message: RawMessage, reason: str) -> None:
         assert message.origin is not None
         if (message.origin.offset or 0) >= self._read_until:  # else reported when first read
             self._writer.add(ERROR, message.origin, raw_key=message.key, raw_value=message.value,
                              timestamp_ms=message.timestamp_ms, reason=reason)
 
-    def _record(self, event: Event, message: RawMessage) -> None:
-        writer = self._writer
-        match event:
-            case RowChange() | Ddl():
-                if isinstance(event, RowChange):
-                    self._waiting.pop(_coordinates(event.origin), None)  # its schema came in this range
-                self._change(event, message)
-            case LargeMessageRef():  # handle-key-only, with on-handle-key-only=dead-letter
-                self._error(message, handle_key_only_reason(event))
-            case Watermark():
-                writer.add(WATERMARK, event.origin, ts=event.ts)
-            case Heartbeat():
-                writer.add(HEARTBEAT, event.origin, ts=event.ts_ms)
-            case Bootstrap():
-                self._schema(event.schema, event.origin, message)
-            case PendingRow():
-                self._waiting[_coordinates(event.origin)] = event
-            case _:
-                pass  # transaction marks: the commit ts and the order already say what they say
+    def watermark(self, watermark: Watermark) -> None:
+        self._writer.add(WATERMARK, watermark.origin, ts=watermark.ts)
 
-    def _schema(self, schema: TableSchema, origin: Origin | None, message: RawMessage) -> None:
+    def heartbeat(self, heartbeat: Heartbeat) -> None:
+        self._writer.add(HEARTBEAT, heartbeat.origin, ts=heartbeat.ts_ms)
+
+    def bootstrap(self, schema: TableSchema, origin: Origin | None, message: RawMessage) -> None:
         self._writer.add(SCHEMA, origin, ts=-1, rank=SCHEMA_RANK, target=-1, payload=_pickled(schema))
         self._writer.add(PRIME, message.origin, raw_key=message.key, raw_value=message.value,
                          timestamp_ms=message.timestamp_ms, database=schema.database, table=schema.table,
                          version=schema.version)
 
-    def _change(self, change: RowChange | Ddl, message: RawMessage) -> None:
-        if isinstance(change, RowChange) and change.op is Op.UPDATE and change.after is None:
-            self._error(message, f"an update of {change.database}.{change.table} without its new image (a lone "
-                                 "first half of an update pair)")
+    def row(self, row: RowChange, message: RawMessage) -> None:
+        if row.op is Op.UPDATE and row.after is None:
+            self.bad(message, f"an update of {row.database}.{row.table} without its new image (a lone first half "
+                              "of an update pair)")
             return
-        sequence = self._codec.sequence_of(change)
-        commit_ts = change.commit_ts
-        if commit_ts is None:
-            ms = self._codec.commit_ms_of(change)
-            commit_ts = None if ms is None else ms << _LOGICAL_BITS
-        if commit_ts is None and self.spec.target_needs_commit_ts:
-            self._error(message, f"{self.spec.target.format_name} needs a commit ts; this "
-                                 f"{self.spec.source_format} change carries neither one nor a commit time to derive "
-                                 "it from")
+        commit_ts, problem = self._commit_ts(row)
+        if problem is not None:
+            self.bad(message, problem)
             return
-        if commit_ts is not None and commit_ts > INT64_MAX:
-            self._error(message, f"commit ts {commit_ts} is beyond a 64-bit signed integer")
-            return
-        meta = change.meta if self.spec.keeps_meta else {}
-        if isinstance(change, Ddl):
-            self._add_change(replace(change, commit_ts=commit_ts, meta=meta), 0, -1, sequence)
-            for schema in (change.schema_before, change.schema_after):
-                if schema is not None:
-                    self._writer.add(PRIME, message.origin, raw_key=message.key, raw_value=message.value,
-                                     timestamp_ms=message.timestamp_ms, database=schema.database,
-                                     table=schema.table, version=schema.version)
-            return
-        row = replace(change, commit_ts=commit_ts, meta=meta, before=_in_table_order(change.before, change.types),
-                      after=_in_table_order(change.after, change.types))
+        sequence = self.codec.sequence_of(row)
+        row = replace(row, commit_ts=commit_ts, meta=row.meta if self.spec.keeps_meta else {},
+                      before=_in_table_order(row.before, row.types), after=_in_table_order(row.after, row.types))
         for piece_number, piece in enumerate(self.spec.target.pieces(row)):
             self._add_change(piece, piece_number, self.spec.target.partition_of(piece), sequence)
+
+    def ddl(self, ddl: Ddl, message: RawMessage) -> None:
+        commit_ts, problem = self._commit_ts(ddl)
+        if problem is not None:
+            self.bad(message, problem)
+            return
+        meta = ddl.meta if self.spec.keeps_meta else {}
+        self._add_change(replace(ddl, commit_ts=commit_ts, meta=meta), 0, -1, self.codec.sequence_of(ddl))
+        for schema in (ddl.schema_before, ddl.schema_after):
+            if schema is not None:
+                self._writer.add(PRIME, message.origin, raw_key=message.key, raw_value=message.value,
+                                 timestamp_ms=message.timestamp_ms, database=schema.database, table=schema.table,
+                                 version=schema.version)
+
+    def _commit_ts(self, change: RowChange | Ddl) -> tuple[int | None, str | None]:
+        """The change's commit ts, derived from its commit time where the source carries none; and why
+        it cannot go on (the target needs a commit ts and there is none, or it is out of range), or None."""
+        commit_ts = change.commit_ts
+        if commit_ts is None:
+            ms = self.codec.commit_ms_of(change)
+            commit_ts = None if ms is None else ms << _LOGICAL_BITS
+        if commit_ts is None and self.spec.target_needs_commit_ts:
+            return None, (f"{self.spec.target.format_name} needs a commit ts; this {self.spec.source_format} change "
+                          "carries neither one nor a commit time to derive it from")
+        return commit_ts, commit_ts_problem(commit_ts)
 
     def _add_change(self, change: RowChange | Ddl, piece: int, target: int, sequence: str | None) -> None:
         stub = None
@@ -288,10 +236,6 @@ def _pickled(item: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _coordinates(origin: Origin | None) -> tuple[int | None, int | None]:
-    return (None, None) if origin is None else (origin.partition, origin.offset)
-
-
 def _sortable(sequence: str | None) -> str:
     """A format's sequence (digits) as text that sorts as the number does; "" where there is none."""
     if sequence is None or not sequence.isdigit():
@@ -305,7 +249,7 @@ def read_records(spec: TranscodeSpec, source: Source, tasks: Iterable[ReadTask],
     ``batch_rows`` records."""
     writer = RecordWriter()
     for task in tasks:
-        reader = _PartitionReader(spec, writer, task.read_until)
+        reader = PartitionReader(spec, writer, task.read_until)
         for message in task.primes:
             reader.prime(message)
         for message in source.read(task.offset_range):

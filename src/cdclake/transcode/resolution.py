@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdclake.model import Heartbeat, Watermark
+from cdclake.ordering.resolution import lowest_behind, resolved_ts
 from cdclake.transcode.records import _pickled
 from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
 
@@ -43,30 +44,25 @@ class BatchFacts:
 
 def resolve(previous: int, newest: Mapping[tuple[str, int], int | None], announced: Iterable[int],
             waiting: Iterable[int | None] = ()) -> Resolution:
-    """The minimum over every source partition of the newest mark it announced (no partition may be
-    without one), kept below the commit ts of every row still waiting for its schema (a row whose ts
-    the source did not say holds everything), never below ``previous``. ``announced`` are the marks
-    the partitions announced so far and not yet emitted; those the new mark passes are emitted."""
-    marks = list(newest.values())
-    mark = previous if not marks or None in marks else min(m for m in marks if m is not None)
-    for ts in waiting:
-        mark = min(mark, previous if ts is None else ts - 1)
-    mark = max(mark, previous)
+    """The resolved ts (:func:`cdclake.ordering.resolution.resolved_ts`) over the source partitions'
+    ``newest`` marks (no partition may be without one) and the rows ``waiting`` for their schema (a row
+    whose ts the source did not say holds everything), never below ``previous``. ``announced`` are the
+    marks the partitions announced so far and not yet emitted; those the new mark passes are emitted."""
+    mark = max(resolved_ts(newest.values(), waiting, unknown=previous), previous)
     points = sorted({point for point in announced if point > previous})
     return Resolution(mark, [p for p in points if p <= mark], [p for p in points if p > mark])
 
 
 def unwatermarked_bound(previous: int, reads: Mapping[tuple[str, int], int | None],
                         behind: set[tuple[str, int]]) -> int:
-    """For a source without watermarks, the ts below which every partition has been read: each
-    partition's changes come in commit order, so one read up to ts t sends nothing below t any more;
-    one read to its end has nothing older to come. So the bound is just below the lowest newest ts
-    read of the partitions not read to their end (strictly: changes of one millisecond share a derived
-    ts), or, when every partition is read to its end, the newest ts read; never below ``previous``.
-    A change read later below the bound (a partition out of order) goes out late, not lost."""
-    read = {tp: ts for tp, ts in reads.items() if ts is not None}
-    lagging = [ts for tp, ts in read.items() if tp in behind]
-    bound = min(lagging) - 1 if lagging else max(read.values(), default=previous)
+    """For a source without watermarks, the ts below which every partition has been read: just below
+    the lowest newest ts read of the partitions not read to their end
+    (:func:`~cdclake.ordering.resolution.lowest_behind`; strictly: changes of one millisecond share a
+    derived ts), or, when every partition is read to its end, the newest ts read; never below
+    ``previous``. A change read later below the bound (a partition out of order) goes out late, not lost."""
+    lagging = lowest_behind(reads, behind)
+    bound = lagging - 1 if lagging is not None else max((ts for ts in reads.values() if ts is not None),
+                                                         default=previous)
     return max(previous, bound)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from cdclake.model import Origin, RawMessage
+from cdclake.ordering.resolution import newest_schema_versions
 from cdclake.sources.ranges import OffsetRange
 from cdclake.transcode.resolution import BatchFacts, _newest
 from cdclake.transcode.spec import TranscodeError
@@ -198,17 +199,10 @@ def _write_durably(path: Path, data: bytes) -> None:
 
 
 def kept_primes(primes: Iterable[Prime], versions_kept: int = 2) -> list[Prime]:
-    """One message per table schema version, for the newest ``versions_kept`` versions of each table:
-    rows of an older version cannot still be on their way (TiCDC sends a DDL after every row before it)."""
-    first: dict[tuple[str, str, int | None], Prime] = {}
-    for prime in sorted(primes, key=lambda p: p.message.origin.offset or 0 if p.message.origin else 0):
-        first.setdefault((prime.database, prime.table, prime.version), prime)
-    versions: dict[tuple[str, str], list[int]] = {}
-    for database, table, version in first:
-        versions.setdefault((database, table), []).append(-1 if version is None else version)
-    newest = {table: sorted(found)[-versions_kept:] for table, found in versions.items()}
-    return [prime for (database, table, version), prime in first.items()
-            if (-1 if version is None else version) in newest[(database, table)]]
+    """The schema messages a partition keeps carrying (:func:`~cdclake.ordering.resolution.newest_schema_versions`),
+    the first read of each version."""
+    by_offset = sorted(primes, key=lambda p: p.message.origin.offset or 0 if p.message.origin else 0)
+    return newest_schema_versions(by_offset, lambda p: (p.database, p.table, p.version), versions_kept)
 
 
 def prime_of(record: Mapping[str, Any]) -> Prime:

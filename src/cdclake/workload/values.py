@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from cdclake.types import Family, MySQLType, ZeroTemporal, to_float32
+from cdclake.types import Family, MySQLType
+from cdclake.values import ZeroTemporal, to_float32
 
 ValueMaker = Callable[[random.Random], Any]
 

@@ -29,7 +29,8 @@ from cdclake.formats.compression import decompressor
 from cdclake.formats.ddl import TICDC_DDL_TYPES, kind_of_ticdc_type
 from cdclake.formats.limits import too_many_columns
 from cdclake.model import Ddl, Event, LargeMessageKind, LargeMessageRef, Op, Origin, RawMessage, RowChange, Watermark
-from cdclake.types import MySQLType, zone
+from cdclake.types import MySQLType
+from cdclake.values import zone
 
 # Distinct mysqlType maps (and type texts) kept per decoder; a stream has one per table and schema
 # version. A full cache is emptied, so that no input can make it grow without end.

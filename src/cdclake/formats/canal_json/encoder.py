@@ -13,7 +13,8 @@ from cdclake.formats.canal_json.wire import FORMAT, WATERMARK_TYPE, go_json_stri
 from cdclake.formats.compression import compressor
 from cdclake.formats.ddl import ticdc_type
 from cdclake.model import Ddl, Event, LargeMessageKind, LargeMessageRef, Op, RawMessage, RowChange, Watermark
-from cdclake.types import MySQLType, zone
+from cdclake.types import MySQLType
+from cdclake.values import zone
 
 
 class CanalJsonEncoder:

@@ -30,7 +30,8 @@ from cdclake.formats.compiled import (
     compile_reader,
 )
 from cdclake.formats.limits import MAX_COMPILED_COLUMNS
-from cdclake.types import TIME_OF_DAY_DATE, TIME_OF_DAY_MIDNIGHT, Family, MySQLType
+from cdclake.types import Family, MySQLType
+from cdclake.values import TIME_OF_DAY_DATE, TIME_OF_DAY_MIDNIGHT
 
 # --- compiled row readers -----------------------------------------------------------------------
 #

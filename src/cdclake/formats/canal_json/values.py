@@ -16,9 +16,8 @@ import orjson
 
 from cdclake.errors import TypeParseError
 from cdclake.formats.canal_json.wire import _Invalid, _json_kind
-from cdclake.types import (
-    Family,
-    MySQLType,
+from cdclake.types import Family, MySQLType
+from cdclake.values import (
     ZeroTemporal,
     check_integer,
     enum_index,
@@ -94,7 +93,7 @@ _pack_float32, _unpack_float32 = _FLOAT32.pack, _FLOAT32.unpack
 
 
 def _float32(raw: Any) -> float:
-    # types.to_float32, inlined: this runs once per FLOAT value.
+    # values.to_float32, inlined: this runs once per FLOAT value.
     return _unpack_float32(_pack_float32(float(raw)))[0]  # type: ignore[no-any-return]
 
 

@@ -27,7 +27,8 @@ from cdclake.model import (
     TransactionMark,
     Watermark,
 )
-from cdclake.types import MySQLType, value_to_text, zone
+from cdclake.types import MySQLType
+from cdclake.values import value_to_text, zone
 
 
 def _kept(meta: Mapping[str, Any], name: str, *kinds: type | None) -> bool:

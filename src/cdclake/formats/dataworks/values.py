@@ -19,9 +19,8 @@ import orjson
 from cdclake.formats.base import Carrier, ValueCarrier, same
 from cdclake.formats.carried import or_null
 from cdclake.formats.dataworks.wire import BOOLEAN, BYTES, DATE, DOUBLE, LONG, STRING, _show
-from cdclake.types import (
-    Family,
-    MySQLType,
+from cdclake.types import Family, MySQLType
+from cdclake.values import (
     ZeroTemporal,
     format_date,
     format_datetime,

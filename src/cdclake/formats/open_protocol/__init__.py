@@ -33,7 +33,7 @@ from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.formats.open_protocol.decoder import OpenDecoder
 from cdclake.formats.open_protocol.encoder import OpenEncoder
 from cdclake.formats.open_protocol.wire import FORMAT
-from cdclake.types import zone
+from cdclake.values import zone
 
 
 def _positive_int(value: Any) -> int:

@@ -38,7 +38,8 @@ from cdclake.model import (
     RowChange,
     Watermark,
 )
-from cdclake.types import MySQLType, zone
+from cdclake.types import MySQLType
+from cdclake.values import zone
 
 
 @dataclass(frozen=True, slots=True)

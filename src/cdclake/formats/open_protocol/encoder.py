@@ -39,7 +39,8 @@ from cdclake.formats.open_protocol.wire import (
     _Unencodable,
 )
 from cdclake.model import Ddl, DdlKind, Event, LargeMessageKind, LargeMessageRef, Op, RawMessage, RowChange, Watermark
-from cdclake.types import Family, MySQLType, zone
+from cdclake.types import Family, MySQLType
+from cdclake.values import zone
 
 
 @dataclass(frozen=True, slots=True)

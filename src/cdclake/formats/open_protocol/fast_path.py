@@ -27,7 +27,8 @@ from cdclake.formats.open_protocol.values import (
     _time,
 )
 from cdclake.formats.open_protocol.wire import _FLOAT32, _U64_MAX, _YEAR_MAX, _Invalid
-from cdclake.types import TIME_OF_DAY_DATE, TIME_OF_DAY_MIDNIGHT, Family
+from cdclake.types import Family
+from cdclake.values import TIME_OF_DAY_DATE, TIME_OF_DAY_MIDNIGHT
 
 
 def _compile_shape(

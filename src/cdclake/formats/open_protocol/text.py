@@ -10,7 +10,7 @@ import re
 from decimal import Decimal
 
 from cdclake.formats.open_protocol.wire import _Unencodable
-from cdclake.types import format_float, to_float32
+from cdclake.values import format_float, to_float32
 
 # --- Go strconv.Quote / Unquote -----------------------------------------------------------------------
 

@@ -27,9 +27,8 @@ from cdclake.formats.open_protocol.wire import (
     _Invalid,
     _Unencodable,
 )
-from cdclake.types import (
-    Family,
-    MySQLType,
+from cdclake.types import Family, MySQLType
+from cdclake.values import (
     ZeroTemporal,
     enum_index,
     format_date,

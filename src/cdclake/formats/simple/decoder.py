@@ -38,7 +38,8 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.types import Family, MySQLType, zone
+from cdclake.types import Family, MySQLType
+from cdclake.values import zone
 
 _OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 _TYPES = ", ".join(("WATERMARK", "BOOTSTRAP", *TICDC_DDL_TYPES, *_OPS))

@@ -37,7 +37,8 @@ from cdclake.model import (
     TableSchema,
     Watermark,
 )
-from cdclake.types import Family, MySQLType, zone
+from cdclake.types import Family, MySQLType
+from cdclake.values import zone
 
 _VERSION = 1
 

@@ -29,7 +29,8 @@ from cdclake.formats.simple.values import (
     _timestamp_reader,
     json_reader,
 )
-from cdclake.types import TIME_OF_DAY_DATE, TIME_OF_DAY_MIDNIGHT, Family, MySQLType, is_tidb_datetime_text
+from cdclake.types import Family, MySQLType
+from cdclake.values import TIME_OF_DAY_DATE, TIME_OF_DAY_MIDNIGHT, is_tidb_datetime_text
 
 # --- fast JSON readers ---------------------------------------------------------------------------
 # The decoder reads every image with these first. Each takes exactly the values its careful reader
@@ -203,7 +204,7 @@ def json_inline(mtype: MySQLType) -> str | None:
             "else: {v} = {r}({v})"
         )
     if family is Family.DATETIME:
-        # parse_datetime's fast path, inline (the shape is types.is_tidb_datetime_text)
+        # parse_datetime's fast path, inline (the shape is values.is_tidb_datetime_text)
         return (
             f"if type({{v}}) is str and {DATETIME_SHAPE}:\n"
             "    try: _x = _fromisoformat({v})\n"

@@ -35,9 +35,8 @@ from decimal import Decimal
 from typing import Any
 
 from cdclake.errors import TypeParseError
-from cdclake.types import (
-    Family,
-    MySQLType,
+from cdclake.types import Family, MySQLType
+from cdclake.values import (
     ZeroTemporal,
     is_tidb_datetime_text,
     parse_date,

@@ -20,9 +20,8 @@ from cdclake.formats.simple.values import (
     _not_finite,
     signed64,
 )
-from cdclake.types import (
-    Family,
-    MySQLType,
+from cdclake.types import Family, MySQLType
+from cdclake.values import (
     ZeroTemporal,
     enum_index,
     format_date,

@@ -14,7 +14,8 @@ from typing import Any
 
 from cdclake.errors import TypeParseError
 from cdclake.model import ColumnSchema, IndexSchema, TableSchema
-from cdclake.types import Family, MySQLType, value_from_text
+from cdclake.types import Family, MySQLType
+from cdclake.values import value_from_text
 
 # --- the changes ----------------------------------------------------------------------------------------
 
