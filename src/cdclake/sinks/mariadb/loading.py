@@ -42,14 +42,24 @@ def field(value: Any) -> bytes:
 def load_rows(cursor: Any, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], local_infile: bool,
               shown: Sequence[str] | None = None) -> int:
     """``rows`` into ``table``'s ``columns``; the count loaded. ``shown`` names the columns in errors."""
+    import pymysql
+
     if local_infile:
         count = _load_file(cursor, table, columns, rows)
         cursor.execute("SHOW WARNINGS")
         warnings = cursor.fetchall()
         if warnings:
-            raise SinkError(f"{_named(str(warnings[0][2]), columns, shown)} (and {len(warnings) - 1} more): a value "
-                            "the column cannot hold; nothing of the write was applied")
+            raise SinkError(f"{_named(str(warnings[0][2]), columns, shown)} (and {len(warnings) - 1} more): "
+                            "a value the column cannot hold; nothing of the write was applied")
         return count
+    try:
+        return _insert_rows(cursor, table, columns, rows)
+    except pymysql.err.DataError as error:
+        raise SinkError(f"{_named(str(error.args[-1]), columns, shown)}: a value the column cannot hold; nothing "
+                        "of the write was applied") from None
+
+
+def _insert_rows(cursor: Any, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
     count, statement = 0, f"INSERT INTO {table} ({', '.join(map(ident, columns))}) VALUES " \
                           f"({', '.join(['%s'] * len(columns))})"
     chunk: list[Sequence[Any]] = []
