@@ -165,7 +165,7 @@ OVERSIZED: dict[str, int] = {
     "cdclake.types": 663,
     # Its docstring (the event JSON's reference) is a sixth of it; values by type and events want
     # separate modules.
-    "cdclake.eventjson": 641,
+    "cdclake.eventjson": 640,
 }
 
 

@@ -354,7 +354,9 @@ def test_a_warehouse_uri_and_extra_jars_reach_the_session_as_given(
     job = tmp_path / "job.toml"
     job.write_text(f'[source]\ncaptured = "{tmp_path}"\n[format]\nname = "canal-json"\n'
                    '[lake]\njars = ["org.postgresql:postgresql:42.7.7"]\n')
-    result = run(command, "--config", job, "--warehouse", "s3a://bucket/lake")
+    # status reads a Hadoop catalog without Spark unless told to use it.
+    through_spark = ["--spark"] if command == "status" else []
+    result = run(command, "--config", job, "--warehouse", "s3a://bucket/lake", *through_spark)
     assert isinstance(result.exception, _SessionAsked), result.output
     # A Path would have made it the local directory s3a:/bucket/lake.
     assert asked["warehouse"] == "s3a://bucket/lake"

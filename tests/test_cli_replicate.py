@@ -130,3 +130,25 @@ def test_a_sink_url_no_sink_takes_is_a_usage_error(no_spark: None, tmp_path: Pat
     assert result.exit_code == 2, result.output
     assert said in plain(result.output)
     assert "secret" not in result.output
+
+
+def test_unsupported_ddl_reaches_the_job_and_a_wrong_value_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+
+    class Recording(_TwoBatches):
+        def __init__(self, spark: Any, source: Any, config: Any) -> None:
+            seen.append(config)
+
+    monkeypatch.setattr(cdclake.cli_replicate, "build_session", lambda *args, **kwargs: SimpleNamespace(
+        stop=lambda: None))
+    monkeypatch.setattr(cdclake.cli_replicate, "Replicator", Recording)
+    command = ["replicate", "--captured", str(tmp_path), "--format", "open", "--once", "--verbose"]
+    result = runner.invoke(app, [*command, "--unsupported-ddl", "apply-supported"])
+    assert result.exit_code == DEAD_LETTERS_EXIT, result.output
+    assert [config.evolution.unsupported_ddl for config in seen] == ["apply-supported"]
+    result = runner.invoke(app, [*command, "--unsupported-ddl", "ignore"])
+    assert result.exit_code == 2 and "unsupported-ddl must be one of stop, skip, apply-supported" in plain(
+        result.output)
+    assert len(seen) == 1

@@ -78,3 +78,13 @@ def test_the_readme_catalog_examples_are_job_files(tmp_path: Path) -> None:
         path.write_text(f'[source]\ncaptured = "{tmp_path}"\n[format]\nname = "open"\n{example}')
         settings = job_settings(merged(read_toml(path), {}))
         assert settings.spark_conf["spark.sql.catalog.lake.type"] in ("rest", "jdbc")
+
+
+def test_unsupported_ddl_is_read_from_the_file_and_a_flag_wins(tmp_path: Path) -> None:
+    path = _job(tmp_path, f'captured = "{tmp_path}"', 'unsupported-ddl = "skip"')
+    assert job_settings(merged(read_toml(path), {})).replicate.evolution.unsupported_ddl == "skip"
+    flag = {"batch": {"unsupported-ddl": "apply-supported"}}
+    assert job_settings(merged(read_toml(path), flag)).replicate.evolution.unsupported_ddl == "apply-supported"
+    path.write_text(path.read_text().replace('"skip"', '"ignore"'))
+    with pytest.raises(OptionError, match="unsupported-ddl must be one of stop, skip, apply-supported, got 'ignore'"):
+        job_settings(merged(read_toml(path), {}))

@@ -5,9 +5,9 @@ documents) and one line per message it cannot decode on standard error; ``encode
 writes the format's messages (see :mod:`cdclake.message_files` for the file layouts). Exit status: 0 when
 every message went through, 1 when some did not (the rest still did) or, for ``decode``, when Simple
 protocol rows still wait for their table's schema at the end of the input, 2 for a wrong command line.
-``capture`` saves Kafka topics as captured topics; ``replicate``, ``status`` and ``demo`` (in
-:mod:`cdclake.cli_replicate`) run the replication job; ``transcode`` and ``produce`` (in
-:mod:`cdclake.cli_transcode`) the encoding side.
+``capture`` saves Kafka topics as captured topics; ``replicate`` and ``demo`` (in
+:mod:`cdclake.cli_replicate`) run the replication job, ``status`` (:mod:`cdclake.cli_status`) reports
+on it; ``transcode`` and ``produce`` (in :mod:`cdclake.cli_transcode`) the encoding side.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from rich.text import Text
 
 from cdclake import samples
 from cdclake.claimcheck import HandleKeyOnlyError, decoder_for
-from cdclake.cli_replicate import demo, replicate, status
+from cdclake.cli_replicate import demo, replicate
+from cdclake.cli_status import status
 from cdclake.cli_transcode import produce, transcode
 from cdclake.errors import CdclakeError, DecodeError, EncodeError, OptionError
 from cdclake.eventjson import dumps_event, loads_event

@@ -1,4 +1,4 @@
-"""``cdclake replicate`` and ``cdclake status``: the replication job from the command line.
+"""``cdclake replicate`` and ``cdclake demo``: the replication job from the command line.
 
 Settings come from a TOML file (:mod:`cdclake.jobconfig`) and flags, flags winning. ``--once`` runs
 until caught up and exits; otherwise the job runs until SIGINT or SIGTERM, and stops after the batch
@@ -26,7 +26,6 @@ from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
 from cdclake.spark.changes import decode_task_error
 from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, ReplicateConfig, Replicator
 from cdclake.spark.session import build_session, new_log_file
-from cdclake.spark.status import status as job_status
 
 if TYPE_CHECKING:
     from cdclake.sinks.base import TableComparison
@@ -126,6 +125,12 @@ def replicate(
                                                        help="An undecodable message goes to the dead-letter "
                                                        "table (the default), or stops the job before its batch "
                                                        "commits.")] = None,
+    unsupported_ddl: Annotated[str | None, typer.Option("--unsupported-ddl", metavar="stop|skip|apply-supported",
+                                                        help="A DDL the job cannot follow (TRUNCATE PARTITION, "
+                                                        "...) stops the job before its batch applies anything "
+                                                        "(the default), goes to the dead-letter table, or has "
+                                                        "the parts it can follow applied and goes there with "
+                                                        "the rest.")] = None,
     once: Annotated[bool, typer.Option("--once", help="Run until caught up, then exit; without it, run until "
                                        "SIGINT or SIGTERM.")] = False,
     verbose: VerboseOption = False,
@@ -137,7 +142,8 @@ def replicate(
     read, changes applied, dead letters, tables touched and seconds. A signal stops the job after the
     batch under way commits. Exit status: 0 when the job stops as asked (caught up with --once, or on a
     signal) and put no message in the dead letters; 3 when it put some there (undecodable messages,
-    claim-check files that cannot be read, handle-key-only rows with on-handle-key-only=dead-letter);
+    claim-check files that cannot be read, handle-key-only rows with on-handle-key-only=dead-letter,
+    DDLs the job cannot follow with --unsupported-ddl skip or apply-supported);
     1 on an error; 2 for a wrong command line or settings.
     """
     kafka = _pairs(kafka_option, "'--kafka-option'")
@@ -151,7 +157,7 @@ def replicate(
         "sink": {"url": sink},
         "tables": {"include": include, "exclude": exclude},
         "batch": {"max-records": max_records, "interval-s": interval, "unresolved-tail": unresolved_tail,
-                  "on-bad-message": on_bad_message},
+                  "on-bad-message": on_bad_message, "unsupported-ddl": unsupported_ddl},
     }
     settings = _settings(config, overrides)
     try:
@@ -187,47 +193,6 @@ def replicate(
         _console.print(f"{dead} messages went to the dead letters ({job.catalog}.{job.namespace}.dead_letters) "
                        "and are not in the tables")
         raise typer.Exit(DEAD_LETTERS_EXIT)
-
-
-def status(
-    config: ConfigOption = None,
-    warehouse: WarehouseOption = None,
-    catalog: CatalogOption = None,
-    sink: SinkOption = None,
-    verbose: VerboseOption = False,
-) -> None:
-    """Per table the applied resolved ts, rows and last commit; per partition the committed offset and lag."""
-    try:
-        document = read_toml(config) if config is not None else {}
-        sections = merged(document, {"lake": {"warehouse": warehouse, "catalog": catalog}, "sink": {"url": sink}})
-        source = job_settings(sections).source if sections["source"] else None
-    except CdclakeError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    lake = sections["lake"]
-    spark = cli_session(lake.get("master", "local[2]") or None, verbose, catalog=lake.get("catalog", "lake"),
-                        warehouse=lake.get("warehouse", "warehouse"),
-                        conf={k: str(v) for k, v in lake.get("spark", {}).items()},
-                        extra_jars=lake.get("jars", ()))
-    try:
-        found = job_status(spark, lake.get("catalog", "lake"), lake.get("namespace", "cdclake"), source,
-                           sections["sink"].get("url"))
-    except CdclakeError as exc:
-        _console.print(f"[bold red]error[/]: {exc}")
-        raise typer.Exit(1) from None
-    finally:
-        spark.stop()
-    console = Console(highlight=False)
-    tables = Table("upstream", "lake table", "rows", "applied resolved ts", "last commit", title="Tables")
-    for row in found["tables"]:
-        tables.add_row(row["upstream"], row["lake_table"], str(row["rows"]), str(row["applied_ts"]),
-                       str(row["last_commit"]))
-    partitions = Table("topic", "partition", "committed offset", "watermark", "lag", title="Partitions")
-    for row in found["partitions"]:
-        partitions.add_row(row["topic"], str(row["partition"]), str(row["offset"]), str(row["watermark"]),
-                           "?" if row["lag"] is None else str(row["lag"]))
-    console.print(f"batches committed: {found['batch']}")
-    console.print(tables)
-    console.print(partitions)
 
 
 @contextmanager

@@ -42,7 +42,7 @@ Row values are written by what they are and read back by their column's type in 
 value                       JSON
 ==========================  ======================================================================
 integer (any size), enum    number (enum and set: their member names as a string where known)
-and set indexes
+and set indexes             (a ``bool`` in a ``tinyint(1)``, MySQL's BOOLEAN: ``true``, ``false``)
 float, double               number; NaN and infinities as the strings ``NaN``, ``Infinity``,
                             ``-Infinity``
 decimal                     string with every digit, never an exponent (``"123.4500"``)
@@ -138,6 +138,7 @@ _VALUE_TO_JSON: dict[type, Callable[[Any], Any]] = {
     type(None): _same,
     str: _same,
     int: _same,
+    bool: _same,
     float: _float_to_json,
     Decimal: format_decimal,
     bytes: _bytes_to_json,
@@ -157,9 +158,7 @@ def value_to_json(value: Any) -> Any:
 
 
 def _image_to_json(image: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if image is None:
-        return None
-    return {column: value_to_json(value) for column, value in image.items()}
+    return None if image is None else {column: value_to_json(value) for column, value in image.items()}
 
 
 # --- values: JSON -> Python, by the column's MySQL type ---------------------------------------------
@@ -173,8 +172,12 @@ def _expect(kind: type | tuple[type, ...], value: Any, what: str) -> Any:
 
 
 def _integer(value: Any) -> int:
-    result: int = _expect(int, value, "a JSON integer")
-    return result
+    return int(_expect(int, value, "a JSON integer"))
+
+
+def _boolean_or_integer(value: Any) -> int:
+    """A ``tinyint(1)``, MySQL's BOOLEAN: ``true`` and ``false`` (DataWorks' BOOLEAN) as bools, or a number."""
+    return value if isinstance(value, bool) else _integer(value)
 
 
 def _double(value: Any) -> float:
@@ -193,8 +196,7 @@ def _decimal(value: Any) -> Decimal:
 
 
 def _text(value: Any) -> str:
-    result: str = _expect(str, value, "a string")
-    return result
+    return str(_expect(str, value, "a string"))
 
 
 def _binary(value: Any) -> bytes:
@@ -256,13 +258,14 @@ _VALUE_FROM_JSON: dict[Family, Callable[[Any], Any]] = {
 
 
 _ValueReader = Callable[[Any], Any]
+_BOOLEAN = MySQLType("tinyint", length=1)  # MySQL's BOOLEAN, and what DataWorks' BOOLEAN decodes to
 
 
 @lru_cache(maxsize=4096)
 def _column_reader(type_text: str) -> tuple[MySQLType, _ValueReader]:
     """The type a ``types`` text names and the reader of its values, worked out once per text."""
     mtype = MySQLType.parse(type_text)
-    return mtype, _VALUE_FROM_JSON[mtype.family]
+    return mtype, _boolean_or_integer if mtype == _BOOLEAN else _VALUE_FROM_JSON[mtype.family]
 
 
 def _image_from_json(image: Any, readers: Mapping[str, tuple[MySQLType, _ValueReader]]) -> dict[str, Any] | None:
@@ -465,23 +468,19 @@ def event_to_json(event: Event) -> dict[str, Any]:
 
 
 def _str(obj: Mapping[str, Any], name: str) -> str:
-    result: str = _expect(str, obj[name], f"{name} as a string")
-    return result
+    return str(_expect(str, obj[name], f"{name} as a string"))
 
 
 def _optional_str(obj: Mapping[str, Any], name: str) -> str | None:
-    value = obj.get(name)
-    return None if value is None else _str(obj, name)
+    return None if obj.get(name) is None else _str(obj, name)
 
 
 def _optional_int(obj: Mapping[str, Any], name: str) -> int | None:
-    value = obj.get(name)
-    return None if value is None else _int(obj, name)
+    return None if obj.get(name) is None else _int(obj, name)
 
 
 def _int(obj: Mapping[str, Any], name: str) -> int:
-    result: int = _expect(int, obj[name], f"{name} as an integer")
-    return result
+    return int(_expect(int, obj[name], f"{name} as an integer"))
 
 
 def _names(obj: Mapping[str, Any], name: str) -> tuple[str, ...]:

@@ -35,6 +35,7 @@
     on-bad-message = "dead-letter"           # or "fail"
     incompatible-type-change = "fail"        # or "rewrite"
     fill-added-columns = true                # rows already there get an added column's default
+    unsupported-ddl = "stop"                 # or "skip", "apply-supported": a DDL the job cannot follow
     write-mode = "merge-on-read"             # or "copy-on-write"
     parallel-tables = 4                      # MERGEs side by side, sharing spark.sql.shuffle.partitions
     schema-wait-s = 600                      # how long a Simple row may wait for its schema (upstream time)
@@ -73,7 +74,8 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "sink": {"url": _TEXT},
     "tables": {"include": _TEXT, "exclude": _TEXT, "target-namespace": _TEXT, "mapping": _TABLE},
     "batch": {"max-records": _INTEGER, "interval-s": _NUMBER, "unresolved-tail": _TEXT, "on-bad-message": _TEXT,
-              "incompatible-type-change": _TEXT, "fill-added-columns": _BOOLEAN, "write-mode": _TEXT,
+              "incompatible-type-change": _TEXT, "fill-added-columns": _BOOLEAN, "unsupported-ddl": _TEXT,
+              "write-mode": _TEXT,
               "parallel-tables": _INTEGER, "schema-wait-s": _NUMBER, "expire-snapshots-every-s": _NUMBER},
 }
 
@@ -170,7 +172,8 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
         unresolved_tail=batch.get("unresolved-tail", "keep"),
         on_bad_message=batch.get("on-bad-message", "dead-letter"),
         evolution=EvolutionPolicy(incompatible_type_change=batch.get("incompatible-type-change", "fail"),
-                                  fill_added_columns=bool(batch.get("fill-added-columns", True))),
+                                  fill_added_columns=bool(batch.get("fill-added-columns", True)),
+                                  unsupported_ddl=batch.get("unsupported-ddl", "stop")),
         write_mode=batch.get("write-mode", "merge-on-read"),
         parallel_tables=int(batch.get("parallel-tables", 4)),
         schema_wait_s=float(batch.get("schema-wait-s", 600.0)),

@@ -22,11 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdclake.errors import DecodeError, EncodeError, OptionError
+from cdclake.eventjson import event_from_json, event_to_json
 from cdclake.formats import get_codec
 from cdclake.formats.dataworks.values import dataworks_type
 from cdclake.formats.dataworks.wire import MYSQL_TYPE_OF, ddl_kind
 from cdclake.model import (
     Bootstrap,
+    ColumnSchema,
     Ddl,
     DdlKind,
     Event,
@@ -488,7 +490,7 @@ def expected_value(kind: str, raw: Any) -> Any:
     if raw is None:
         return None
     if kind == "BOOLEAN":
-        return int(raw)
+        return raw
     if kind == "DOUBLE":
         return float(raw)
     if kind == "DATE":
@@ -584,7 +586,9 @@ def test_mysql_type_mapping(mtype: MySQLType) -> None:
 
 def recovered(mtype: MySQLType, decoded: Any, tz: dt.tzinfo) -> Any:
     """The original value, from what the decoder gave and the original type: what a MySQL type written as
-    STRING loses is its type, not its value."""
+    STRING loses is its type, not its value; a bit(1) comes back as a bool, false or true, its 0 or 1."""
+    if isinstance(decoded, bool) and mtype.family is Family.BIT:
+        return int(decoded)
     if decoded is None or dataworks_type(mtype) != "STRING" or mtype.family in (
         Family.STRING, Family.JSON, Family.ENUM, Family.SET
     ):
@@ -717,13 +721,37 @@ def test_each_message_is_read_with_its_own_schema() -> None:
     assert again == dataclasses.replace(first, origin=again.origin)
 
 
-def test_boolean_decodes_to_tinyint1_and_returns_as_boolean() -> None:
+@pytest.mark.parametrize("value", [True, False])
+def test_boolean_decodes_to_a_bool_in_tinyint1_and_returns_as_boolean(value: bool) -> None:
     document = json.loads(SPEC_INSERT)
     document["schema"]["dataColumn"].append({"name": "ok", "type": "BOOLEAN"})
-    document["payload"]["after"]["dataColumn"]["ok"] = True
+    document["payload"]["after"]["dataColumn"]["ok"] = value
     (row,) = decode(json.dumps(document))
-    assert row.after["ok"] == 1 and row.types["ok"] == MySQLType("tinyint", length=1)
+    assert row.after["ok"] is value and row.types["ok"] == MySQLType("tinyint", length=1)
     assert encode([row]) == [document]  # meta["dataColumn"] keeps BOOLEAN (tinyint(1) alone would be LONG)
+    # As `cdclake decode` prints it, and read back by `cdclake encode`: true or false both ways.
+    assert event_to_json(row)["after"]["ok"] is value
+    assert event_from_json(event_to_json(row)) == row
+    assert event_from_json(event_to_json(row)).after["ok"] is value
+
+
+@pytest.mark.parametrize("target", ["open", "canal-json", "simple", "simple-avro"])
+def test_a_boolean_goes_to_the_tidb_formats_as_mysqls_1_or_0(target: str) -> None:
+    """A TiDB format has no boolean: a tinyint(1) holds 1 or 0, which its decoder gives back as ints."""
+    document = json.loads(SPEC_INSERT)
+    document["schema"]["dataColumn"] += [{"name": "yes", "type": "BOOLEAN"}, {"name": "no", "type": "BOOLEAN"}]
+    document["payload"]["after"]["dataColumn"] |= {"yes": True, "no": False}
+    (row,) = decode(json.dumps(document))
+    codec = get_codec(target)
+    # Simple sends the table's schema first; Open needs a commit ts.
+    schema = TableSchema(row.database, row.table, tuple(ColumnSchema(n, t) for n, t in row.types.items()),
+                         version=1)
+    first = [Bootstrap(schema)] if codec.bootstraps else []
+    messages = codec.encoder().encode([*first, dataclasses.replace(row, commit_ts=1 << 18, schema_version=1)])
+    decoder = codec.decoder()
+    (back,) = [event for m in messages for event in decoder.decode(m) if isinstance(event, RowChange)]
+    assert (back.after["yes"], back.after["no"]) == (1, 0)
+    assert type(back.after["yes"]) is int and back.types["yes"].name == "tinyint"
 
 
 # --- bad input ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from cdclake.workload import Stream, Workload, WorkloadSpec, produce, write_capt
 from tests.catalogs import POSTGRES_DRIVER, LocalPostgres, RestCatalogServer
 from tests.spark.crashing import run_replicate
 from tests.spark.jobs import Job, lake_differences, replicate
+from tests.spark.status_run import status_without_spark
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = {"enable-tidb-extension": True}
@@ -65,6 +66,13 @@ def _replicate_and_compare(tmp_path: Path, prefix: str, warehouse: Path, spark: 
                               capture_output=True, text=True, timeout=600, cwd=ROOT, env=env, check=False)
     assert compared.returncode == 0, compared.stdout[-4000:] + compared.stderr[-4000:]
     assert " 0 differ" in compared.stdout
+    # cdclake status reads the same catalog with pyiceberg, from the same job file, without Spark.
+    found = status_without_spark("--config", str(config))
+    assert found["read_with"] == "pyiceberg"
+    expected_rows = {f"{database}.{table}": len(state.rows) for (database, table), state in
+                     workload.oracle().carried("canal-json", stream.codec_options).tables.items()}
+    assert {table["upstream"]: table["rows"] for table in found["tables"]} == expected_rows
+    assert {partition["lag_now"] for partition in found["partitions"]} == {0}
 
 
 def test_a_rest_catalog_replicates_by_configuration_alone(tmp_path: Path, rest_catalog: RestCatalogServer) -> None:

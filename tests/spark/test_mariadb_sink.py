@@ -83,13 +83,14 @@ def test_sigkill_at_kill_points_loses_nothing_and_repeats_nothing_in_mariadb(
     assert logged == [(row_changes(produce(workload, "simple", watermark_interval_ms=50)),)]
 
 
-def test_reading_a_database_no_job_wrote_to_is_an_error_that_makes_nothing(spark: Any, mariadb: LocalMariaDB) -> None:
-    from cdclake.sinks import open_sink
+def test_reading_a_database_no_job_wrote_to_is_an_error_that_makes_nothing(mariadb: LocalMariaDB) -> None:
+    from cdclake.sinks import open_reader
     from cdclake.sinks.mariadb.loading import SinkError
 
-    reader = open_sink(spark, mariadb.jdbc_url, "to_my_nobody", prepare=False)
+    reader = open_reader(mariadb.jdbc_url, "to_my_nobody")
+    assert reader.read_with == "PyMySQL"
     with pytest.raises(SinkError, match=r"no job state there \(`to_my_nobody`.`cdclake_state`\)"):
-        reader.load_state()
+        reader.read_state()
     assert _query(mariadb, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'to_my_nobody'") \
         == [(0,)]
 

@@ -46,11 +46,12 @@ def _replicate(spark: Any, postgres: LocalPostgres, tmp_path: Path, prefix: str,
 @pytest.mark.parametrize(("format_name", "options"), [("canal-json", OPTIONS), ("dataworks", {})])
 def test_a_replicated_workload_equals_the_upstream_in_postgresql(spark: Any, postgres: LocalPostgres, tmp_path: Path,
                                                                  format_name: str, options: dict[str, Any]) -> None:
-    # DDLs of every kind the simulator makes (ADD/DROP/RENAME/MODIFY COLUMN, TRUNCATE, RENAME TABLE), in
-    # three batches, each delivered twice.
+    # DDLs of every kind the simulator makes (ADD/DROP/RENAME/MODIFY COLUMN, TRUNCATE, CREATE TABLE ... LIKE,
+    # RENAME and DROP TABLE), in three batches, each delivered twice.
     prefix = f"to_pg_{format_name.replace('-', '_')}"
     workload, stream, job, reports = _replicate(spark, postgres, tmp_path, prefix, format_name, options,
                                                 WorkloadSpec(seed=23, transactions=30, rename_table=True,
+                                                             drop_table=True, create_table_like=True,
                                                              text_nul=False))
     assert len(reports) >= 3
     expected = workload.oracle().carried(format_name, stream.codec_options).tables
@@ -140,13 +141,13 @@ def test_sigkill_at_kill_points_loses_nothing_and_repeats_nothing_in_postgresql(
     assert logged == row_changes(produce(workload, "simple", watermark_interval_ms=50))
 
 
-def test_reading_a_database_no_job_wrote_to_is_an_error_that_makes_nothing(spark: Any, postgres: LocalPostgres) -> None:
-    from cdclake.sinks import open_sink
-    from cdclake.sinks.postgres.sink import SinkError
+def test_reading_a_database_no_job_wrote_to_is_an_error_that_makes_nothing(postgres: LocalPostgres) -> None:
+    from cdclake.sinks import open_reader
+    from cdclake.sinks.postgres.connection import SinkError
 
-    reader = open_sink(spark, _url(postgres), "to_pg_nobody", prepare=False)
+    reader = open_reader(_url(postgres), "to_pg_nobody")
     with pytest.raises(SinkError, match=r"no job state there \(\"to_pg_nobody\".\"cdclake_state\"\)"):
-        reader.load_state()
+        reader.read_state()
     with psycopg.connect(parse(_url(postgres)).conninfo) as connection:
         made = connection.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'to_pg_nobody'").fetchone()
     assert made == (0,)

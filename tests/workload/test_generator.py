@@ -13,10 +13,10 @@ import sqlglot
 from cdclake.model import DdlKind, Op
 from cdclake.types import Family, MySQLType, ZeroTemporal
 from cdclake.workload import Workload, WorkloadError, WorkloadSpec, key_of, physical_ms
-from cdclake.workload.tables import CATALOG, CREATED_MID_STREAM
+from cdclake.workload.tables import CATALOG, CREATED_MID_STREAM, qualified
 from tests.workload.consumer import apply, changes
 
-EVERY_DDL = WorkloadSpec(seed=11, transactions=400, rename_table=True, drop_table=True)
+EVERY_DDL = WorkloadSpec(seed=11, transactions=400, rename_table=True, drop_table=True, create_table_like=True)
 
 
 @pytest.fixture(scope="module")
@@ -131,10 +131,15 @@ def test_every_ddl_of_the_plan_is_applied_to_the_oracle(workload: Workload) -> N
     labels = [re.search(r"(ADD|DROP|RENAME|MODIFY) COLUMN", ddl.sql)[0] if ddl.kind is DdlKind.ALTER_TABLE  # type: ignore[index]
               else ddl.kind.value for ddl in ddls]
     assert labels == ["create table", "ADD COLUMN", "RENAME COLUMN", "MODIFY COLUMN", "DROP COLUMN",
-                      "truncate table", "rename table", "drop table"]
+                      "truncate table", "create table", "rename table", "drop table"]
     tables = workload.oracle().tables
-    created, *_, truncated, renamed, dropped = ddls
+    created, *_, truncated, copied, renamed, dropped = ddls
     assert created.schema_after is not None and ("inventory", "stock") in tables
+    assert copied.sql.endswith("_copy` LIKE " + qualified(copied.database, copied.table.removesuffix("_copy")))
+    source = workload.state_at((copied.commit_ts or 0) - 1)[(copied.database, copied.table.removesuffix("_copy"))]
+    assert copied.schema_after is not None and copied.schema_after.columns == source.schema.columns
+    assert any(row.table == copied.table for commit in workload.commits() for row in commit.rows), (
+        "the copy gets rows of its own")
     assert truncated.schema_after is not None and truncated.schema_before is not None
     assert truncated.schema_after.table_id != truncated.schema_before.table_id
     assert (renamed.database, renamed.table) not in tables or renamed is dropped
@@ -203,7 +208,7 @@ def test_summary_counts_what_happened(workload: Workload) -> None:
     rows = [row for commit in workload.commits() for row in commit.rows]
     assert sum(summary.row_changes.values()) == len(rows)
     assert summary.row_changes[Op.UPDATE.value] == sum(1 for r in rows if r.op is Op.UPDATE)
-    assert len(summary.ddls) == 8
+    assert len(summary.ddls) == 9
     text = "\n".join(summary.lines())
     assert "inserts" in text and "DDL: TRUNCATE TABLE" in text
 

@@ -19,11 +19,11 @@ from cdclake.errors import OptionError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from cdclake.sinks.base import Sink, TableComparison
+    from cdclake.sinks.base import Sink, StatusReader, TableComparison
 
 # URL prefix -> the package of the sink it names, which has check_url(url) (raising OptionError),
-# open_sink(spark, url, namespace, prepare), returning the Sink (its own tables made if prepare), and
-# compare_tables (below).
+# open_sink(spark, url, namespace), returning the Sink (its own tables made), open_reader(url, namespace),
+# returning a StatusReader, and compare_tables (below).
 SINKS = {
     "jdbc:postgresql:": "cdclake.sinks.postgres",
     "jdbc:mariadb:": "cdclake.sinks.mariadb",
@@ -36,10 +36,15 @@ def check_url(url: str) -> None:
     _package(url).check_url(url)
 
 
-def open_sink(spark: SparkSession, url: str, namespace: str, prepare: bool = True) -> Sink:
-    """The sink ``url`` names (the job's tables in ``namespace``), its own tables made unless ``prepare``
-    is False (a reader, such as ``cdclake status``, makes nothing)."""
-    return cast("Sink", _package(url).open_sink(spark, url, namespace, prepare))
+def open_sink(spark: SparkSession, url: str, namespace: str) -> Sink:
+    """The sink ``url`` names (the job's tables in ``namespace``), its own tables made."""
+    return cast("Sink", _package(url).open_sink(spark, url, namespace))
+
+
+def open_reader(url: str, namespace: str) -> StatusReader:
+    """What ``cdclake status`` reads of the job in ``namespace`` of the sink ``url`` names, without Spark
+    and changing nothing."""
+    return cast("StatusReader", _package(url).open_reader(url, namespace))
 
 
 def compare_tables(url: str, tables: Mapping[tuple[str, str], Any],

@@ -165,5 +165,15 @@ class Sink(Protocol):
     def maintain(self, targets: Sequence[str]) -> None:
         """The store's upkeep for ``targets`` and the job's own tables (snapshot expiry, say)."""
 
+
+class StatusReader(Protocol):
+    """What ``cdclake status`` reads of a sink's job, without Spark (a sink package's ``open_reader``):
+    nothing is made, changed or dropped, so a job may be running meanwhile."""
+
+    read_with: str  # what reads it, for the report: "pyiceberg", "psycopg"
+
+    def read_state(self) -> JobState:
+        """The job's state as its last commit left it, without its pending changes."""
+
     def table_status(self, target: str) -> dict[str, Any]:
-        """``rows`` and ``last_commit`` (ISO time, or None) of ``target``, for ``cdclake status``."""
+        """``rows`` and ``last_commit`` (ISO time, or None) of ``target``."""

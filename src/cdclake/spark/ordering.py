@@ -143,7 +143,7 @@ class Ordering:
     def advance_positions(self, state: JobState, facts: Facts, ranges: list[OffsetRange],
                            extents: Mapping[tuple[str, int], PartitionExtent]) -> None:
         for tp, extent in extents.items():
-            state.positions.setdefault(tp, Position(extent.low))
+            state.positions.setdefault(tp, Position(extent.low)).end = extent.high
         for planned in ranges:
             state.positions[(planned.topic, planned.partition)].next_offset = planned.end
         for tp, newest in facts.watermarks.items():

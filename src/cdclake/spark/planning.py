@@ -1,5 +1,9 @@
 """Planning a batch's work per table: its DDLs in order, and its row changes cut into *segments* by them
-(the DDL barrier: every change before a DDL is applied, then the DDL, then the changes after it)."""
+(the DDL barrier: every change before a DDL is applied, then the DDL, then the changes after it).
+
+The DDLs are judged here, in order, before the batch writes anything (:class:`DdlFollower`): a
+``CREATE TABLE ... LIKE`` gets the schema it copies, and a DDL the job cannot follow stops the job,
+or goes to the dead letters whole or in part, as the job's ``unsupported-ddl`` says."""
 
 from __future__ import annotations
 
@@ -10,10 +14,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cdclake.eventjson import event_from_json
-from cdclake.model import Ddl, DdlKind, TableSchema
+from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
 from cdclake.schema.ddl import table_before
+from cdclake.schema.following import DdlFollower
+from cdclake.schema.policy import UnsupportedDdl
+from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES
 from cdclake.spark.ordering import Facts, Ordering
 from cdclake.spark.progress import JobState
+from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,26 +55,47 @@ class TableWork:
     bootstrap: TableSchema | None = None
 
 
+# A DDL record the batch does not follow (wholly or in part), and the reason its dead letter gives.
+Unfollowed = tuple[Any, str]
+
+
+def schema_of_rows(key: tuple[str, str], columns: Mapping[str, str], key_columns: list[str]) -> TableSchema:
+    """The schema of a table the job first sees in rows: their columns (name to MySQL type text) and key."""
+    typed = tuple(ColumnSchema(name, MySQLType.parse(text)) for name, text in columns.items())
+    primary = (IndexSchema("PRIMARY", tuple(key_columns), unique=True, primary=True),) if key_columns else ()
+    return TableSchema(key[0], key[1], typed, primary)
+
 
 class TablePlanner:
-    """Plans each table's part of a batch in the order ``ordering`` gives the changes."""
+    """Plans each table's part of a batch in the order ``ordering`` gives the changes, DDLs the job
+    cannot follow treated as ``unsupported_ddl`` says."""
 
-    def __init__(self, ordering: Ordering) -> None:
+    def __init__(self, ordering: Ordering, unsupported_ddl: UnsupportedDdl = "stop") -> None:
         self.ordering = ordering
+        self.unsupported_ddl = unsupported_ddl
 
     def plan_tables(self, applicable: DataFrame, facts: Facts, state: JobState, resolved: int | None
-                     ) -> dict[tuple[str, str], TableWork]:
-        """The DDLs, and the column sets of rows, of each table in this batch (small: collected)."""
+                    ) -> tuple[dict[tuple[str, str], TableWork], list[Unfollowed]]:
+        """The DDLs, and the column sets of rows, of each table in this batch (small: collected); and the
+        DDL records for the dead letters (:meth:`unfollowed_records`)."""
         from pyspark.sql import functions as F
 
         work: dict[tuple[str, str], TableWork] = {}
+        unfollowed: list[Unfollowed] = []
+        follower = DdlFollower({key: known.schema for key, known in state.tables.items()}, self.unsupported_ddl,
+                               lambda key: self._schema_from_rows(applicable, key))
         ddl_rows = applicable.filter("kind = 'ddl'").orderBy("commit_ts", "timestamp_ms", "partition", "offset")
         for row in ddl_rows.collect():
-            ddl = event_from_json(orjson.loads(row["event"]))
-            assert isinstance(ddl, Ddl)
+            event = event_from_json(orjson.loads(row["event"]))
+            assert isinstance(event, Ddl)
+            followed = follower.follow(event)
+            if followed.refusal is not None:
+                unfollowed.append((row, followed.refusal))
+            if followed.ddl is None:
+                continue
             position = self.ordering.position_of(row)
-            for key in self._tables_of(ddl, state, work):
-                work.setdefault(key, TableWork(key)).ddls.append((position or 0, ddl))
+            for key in self._tables_of(followed.ddl, state, work):
+                work.setdefault(key, TableWork(key)).ddls.append((position or 0, followed.ddl))
         partial = F.max(F.col("reason").eqNullSafe("partial")).alias("partial")
         groups = (self.segmented_rows(applicable, work)
                   .groupBy("database", "table", "_segment", "columns", "key_columns")
@@ -82,7 +111,29 @@ class TablePlanner:
         for schema in sorted(facts.bootstraps, key=lambda b: b.version or 0, reverse=True):
             if self._creates_from(schema, state, work, resolved):
                 work[(schema.database, schema.table)] = TableWork((schema.database, schema.table), bootstrap=schema)
-        return work
+        return work, unfollowed
+
+    def _schema_from_rows(self, applicable: DataFrame, key: tuple[str, str]) -> TableSchema | None:
+        """The schema a table's first row of the batch brings (names compared as TiDB does, ignoring case),
+        as the pipeline creates a table it first sees in rows; None without rows."""
+        from pyspark.sql import functions as F
+
+        rows = applicable.filter((F.col("kind") == "row") & (F.lower("database") == key[0].lower())
+                                 & (F.lower("table") == key[1].lower()))
+        first = rows.orderBy(self.ordering.position_column()).select("database", "table", "columns",
+                                                                      "key_columns").first()
+        if first is None:
+            return None
+        return schema_of_rows((first["database"], first["table"]), orjson.loads(first["columns"]),
+                              orjson.loads(first["key_columns"]))
+
+    @staticmethod
+    def unfollowed_records(applicable: DataFrame, unfollowed: list[Unfollowed]) -> DataFrame:
+        """The DDL records of ``unfollowed`` as ``error`` records with their reasons, for the dead
+        letters; no raw bytes, which change records do not carry (as :mod:`.refusals` makes its own)."""
+        remade = [tuple({"kind": "error", "reason": reason}.get(name, record[name]) for name in CHANGE_NAMES)
+                  for record, reason in unfollowed]
+        return applicable.sparkSession.createDataFrame(remade, CHANGE_DDL)
 
     def _creates_from(self, bootstrap: TableSchema, state: JobState, work: Mapping[tuple[str, str], TableWork],
                       resolved: int | None) -> bool:

@@ -14,9 +14,11 @@ what the next batch needs.
 ========= =================================================================================
 state     the row
 ========= =================================================================================
-position  topic, partition; ``offset`` the next to read, ``commit_ts`` the newest watermark
-          (null before the first), ``timestamp_ms`` the newest heartbeat; formats without
-          watermarks: ``sequence`` the newest change sequence applied, ``key`` the newest read
+position  topic, partition; ``offset`` the next to read, ``end_offset`` the partition's end
+          when the batch was planned (for ``cdclake status``'s lag without the source),
+          ``commit_ts`` the newest watermark (null before the first), ``timestamp_ms`` the newest
+          heartbeat; formats without watermarks: ``sequence`` the newest change sequence
+          applied, ``key`` the newest read
 plan      topic, partition, ``offset`` .. ``end_offset``: the ranges of batch ``batch``, present
           only between its start and its end; for a batch handed in by a streaming query
           (:class:`cdclake.spark.ChangeApplier`), ``reason`` its application id and ``sequence`` its
@@ -57,6 +59,7 @@ class Position:
     heartbeat_ms: int | None = None
     sequence: int | None = None  # formats without watermarks: the newest change sequence applied
     read_sequence: int | None = None  # and the newest read
+    end: int | None = None  # the partition's end offset when the newest batch was planned
 
 
 @dataclass
@@ -97,7 +100,8 @@ def state_from_rows(rows: Iterable[Any]) -> JobState:
         tp = (row["topic"], row["partition"])
         if kind == "position":
             sequence, read = (int(row[name]) if row[name] is not None else None for name in ("sequence", "key"))
-            state.positions[tp] = Position(row["offset"], row["commit_ts"], row["timestamp_ms"], sequence, read)
+            state.positions[tp] = Position(row["offset"], row["commit_ts"], row["timestamp_ms"], sequence, read,
+                                           row["end_offset"])
         elif kind == "plan":
             state.plan.append(OffsetRange(row["topic"], row["partition"], row["offset"], row["end_offset"]))
             if row["reason"] is not None:
@@ -138,6 +142,7 @@ def small_rows(state: JobState, batch: int) -> list[tuple[Any, ...]]:
     rows = []
     for (topic, partition), position in sorted(state.positions.items()):
         rows.append(_row("position", batch, topic=topic, partition=partition, offset=position.next_offset,
+                         end_offset=position.end,
                          commit_ts=position.watermark, timestamp_ms=position.heartbeat_ms,
                          sequence=None if position.sequence is None else str(position.sequence),
                          key=None if position.read_sequence is None else str(position.read_sequence)))

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import CdclakeError, OptionError
 from cdclake.formats import get_codec
-from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
-from cdclake.schema.ddl import interpret
+from cdclake.model import Ddl, DdlKind, TableSchema
 from cdclake.schema.ddl.changes import (
     AddColumn,
     CreateTable,
@@ -45,6 +44,7 @@ from cdclake.schema.ddl.changes import (
     TruncateTable,
     schema_after,
 )
+from cdclake.schema.following import changes_to_apply
 from cdclake.schema.names import Naming
 from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
 from cdclake.sinks import check_url as check_sink_url
@@ -56,7 +56,7 @@ from cdclake.spark import killpoints, records
 from cdclake.spark.batches import run_batches
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_tasks
 from cdclake.spark.ordering import Facts, Ordering, net_changes
-from cdclake.spark.planning import Segment, TablePlanner, TableWork
+from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.spark.refusals import refuse_tables
 from cdclake.types import MySQLType
@@ -166,7 +166,7 @@ class Replicator:
         self.watermarks = self.codec.has_watermarks(self.options)
         self.ordering = Ordering(spark, self.watermarks, self.codec.unique_sequences, config.include,
                                  config.exclude, config.schema_wait_s)
-        self.planner = TablePlanner(self.ordering)
+        self.planner = TablePlanner(self.ordering, config.evolution.unsupported_ddl)
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
         self._paces = PaceTracker()
@@ -329,13 +329,17 @@ class Replicator:
     def _apply_changes(self, state: JobState, applicable: DataFrame, decoded: DataFrame, facts: Facts, batch: int,
                        recovering: bool, resolved: int | None, report: BatchReport) -> None:
         """The changelog, the dead letters and every table's changes of the batch, written to the sink."""
-        work = self.planner.plan_tables(applicable, facts, state, resolved)
+        work, unfollowed = self.planner.plan_tables(applicable, facts, state, resolved)
         report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
         if report.changes_applied:
             self.sink.append_changelog(applicable, batch, recovering)
         killpoints.reached("changelog")
-        if facts.errors:
-            self.sink.append_dead_letters(decoded.filter("kind = 'error'"), batch, recovering)
+        dead = decoded.filter("kind = 'error'")
+        if unfollowed:
+            report.dead_letters += len(unfollowed)
+            dead = dead.unionByName(self.planner.unfollowed_records(applicable, unfollowed))
+        if facts.errors or unfollowed:
+            self.sink.append_dead_letters(dead, batch, recovering)
         net = self._net_changes(applicable, work)
         try:
             self._apply_tables(state, work, net, batch, recovering, resolved, report)
@@ -455,11 +459,7 @@ class Replicator:
         """The table, created from its rows' column types on first sight, with the columns the rows
         carry added or changed as the sink allows."""
         if known is None:
-            columns, key_columns = segment.columns[0]
-            schema = TableSchema(key[0], key[1], tuple(ColumnSchema(n, MySQLType.parse(t)) for n, t in columns.items()),
-                                 (IndexSchema("PRIMARY", tuple(key_columns), unique=True, primary=True),)
-                                 if key_columns else ())
-            known = self._create(key, schema)
+            known = self._create(key, schema_of_rows(key, *segment.columns[0]))
         for columns, _ in segment.columns:
             changes = self.sink.changes_in_rows(known.schema, {n: MySQLType.parse(t) for n, t in columns.items()})
             if changes:
@@ -485,7 +485,8 @@ class Replicator:
         """``ddl`` applied to the table ``known`` after step ``last`` of the batch; the table after it and
         the batch's step count then (a TRUNCATE is a step of its own)."""
         step = last.step
-        for change in interpret(ddl, known.schema if known is not None else None):
+        policy = self.config.evolution.unsupported_ddl
+        for change in changes_to_apply(ddl, known.schema if known is not None else None, policy):
             if isinstance(change, CreateTable):
                 known = self._create((change.schema.database, change.schema.table), change.schema)
             elif known is None:

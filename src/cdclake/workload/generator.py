@@ -67,6 +67,8 @@ class WorkloadSpec:
     """CREATE TABLE, ADD/RENAME/MODIFY/DROP COLUMN and TRUNCATE TABLE mid-stream."""
     rename_table: bool = False
     drop_table: bool = False
+    create_table_like: bool = False
+    """``CREATE TABLE t_copy LIKE t`` of a table drawn, which then gets rows of its own."""
     keyless_table: bool = True
     """Whether the catalog's table without any key (``logs.audit``) is among the tables."""
     update_ratio: float = 0.35
@@ -185,6 +187,7 @@ class _LiveTable:
 
     def __init__(self, shape: TableShape, schema: TableSchema, spec: WorkloadSpec) -> None:
         self.spec = spec
+        self.shape = shape
         self.keys = KeyMaker(schema, shape.key_style)
         # Row handle -> row. The handle is the key tuple, or a row id for the keyless table (TiDB's
         # _tidb_rowid): the simulator's own way to find a row, which no format carries.
@@ -254,13 +257,14 @@ _PLAN = (
     (0.45, "modify column"),
     (0.55, "drop column"),
     (0.65, "truncate table"),
+    (0.7, "create table like"),
     (0.75, "rename table"),
     (0.85, "drop table"),
 )
 _ADDED_TYPES = ("varchar(32)", "decimal(9,3)", "datetime(3)", "int", "json")
 # TiDB action types of the DDL, which Open Protocol messages carry.
 _ACTION_TYPES = {
-    "create table": 3, "drop table": 4, "add column": 5, "drop column": 6, "truncate table": 11,
+    "create table": 3, "create table like": 3, "drop table": 4, "add column": 5, "drop column": 6, "truncate table": 11,
     "modify column": 12, "rename column": 12, "rename table": 14,
 }
 
@@ -321,7 +325,8 @@ class _Simulator:
     def _plan(self) -> list[tuple[int, str]]:
         if not self.spec.ddl:
             return []
-        wanted = {"rename table": self.spec.rename_table, "drop table": self.spec.drop_table}
+        wanted = {"rename table": self.spec.rename_table, "drop table": self.spec.drop_table,
+                  "create table like": self.spec.create_table_like}
         return [(int(share * self.spec.transactions), kind) for share, kind in _PLAN if wanted.get(kind, True)]
 
     # --- row changes ---
@@ -428,10 +433,21 @@ class _Simulator:
         if kind == "drop table":
             del self.tables[(before.database, before.table)]
             return self._ddl_event(kind, DdlKind.DROP_TABLE, f"DROP TABLE {target}", commit_ts, before, before)
+        if kind == "create table like":
+            return self._copy(table, commit_ts)
         sql, columns = self._alter(kind, table)
         after = replace(before, columns=columns, version=commit_ts)
         table.set_schema(after)
         return self._ddl_event(kind, DdlKind.ALTER_TABLE, f"ALTER TABLE {target} {sql}", commit_ts, before, after)
+
+    def _copy(self, table: _LiveTable, commit_ts: int) -> Ddl:
+        """``CREATE TABLE t_copy LIKE t`` (the plan has one): the copy has ``t``'s columns and indexes,
+        and no rows."""
+        source = table.schema
+        copy = self._create(table.shape, replace(source, table=f"{source.table}_copy"), version=commit_ts)
+        copied = qualified(source.database, source.table)
+        sql = f"CREATE TABLE {qualified(source.database, copy.schema.table)} LIKE {copied}"
+        return self._ddl_event("create table like", DdlKind.CREATE_TABLE, sql, commit_ts, None, copy.schema)
 
     @staticmethod
     def _suits(kind: str, table: _LiveTable) -> bool:

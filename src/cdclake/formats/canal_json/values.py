@@ -291,7 +291,7 @@ def _integer_writer(mtype: MySQLType) -> Writer:
     def write(value: Any) -> str:
         if not isinstance(value, int):
             raise TypeParseError(f"a {mtype} value must be an int, got {type(value).__name__}")
-        return str(check_integer(mtype, value))
+        return str(check_integer(mtype, int(value)))  # a bool (MySQL's BOOLEAN, from DataWorks) as 1 or 0
 
     return write
 

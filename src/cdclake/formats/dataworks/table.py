@@ -40,7 +40,7 @@ _INLINE_READS: Mapping[str, str] = {
     ),
     DATE: "if type({v}) is not int or {v} not in _DATE_MS: raise _Unusual\nimage[{n}] = _EPOCH + _MILLISECOND * {v}",
     BYTES: "if type({v}) is not str: raise _Unusual\nimage[{n}] = _a2b_base64({v}, strict_mode=True)",
-    BOOLEAN: "if {v} is True: image[{n}] = 1\nelif {v} is False: image[{n}] = 0\nelse: raise _Unusual",
+    BOOLEAN: "if type({v}) is not bool: raise _Unusual",
 }
 _INLINE_SCOPE: Mapping[str, Any] = {
     "_Unusual": _Unusual,
@@ -72,7 +72,7 @@ def _compile_image_reader(kinds: Mapping[str, str]) -> _ImageReader:
 
 
 # The kinds whose JSON value is already the decoded value, and its Python type.
-_PASSED_AS_IS: Mapping[str, type] = {STRING: str, LONG: int, DOUBLE: float}
+_PASSED_AS_IS: Mapping[str, type] = {STRING: str, LONG: int, DOUBLE: float, BOOLEAN: bool}
 # For one pattern of an image's JSON value types: the values to read, and the DOUBLEs that came as text.
 _Steps = tuple[tuple[tuple[str, Callable[[Any], Any]], ...], tuple[str, ...]]
 

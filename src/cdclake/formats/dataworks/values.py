@@ -48,11 +48,9 @@ class _Inexact(Exception):
     """orjson read an integer past 64 bits as a float: the message must be read again, exactly."""
 
 
-def _read_boolean(raw: Any) -> int:
-    if raw is True:
-        return 1
-    if raw is False:
-        return 0
+def _read_boolean(raw: Any) -> bool:
+    if raw is True or raw is False:
+        return raw
     raise ValueError(f"a BOOLEAN is true or false, got {_show(raw)}")
 
 
@@ -158,9 +156,10 @@ def _write_long(value: Any) -> int:
 
 
 def _write_boolean(value: Any) -> bool:
+    # A bool as the decoder makes it, or a bit(1)'s (or a tinyint(1)'s) 0 or 1 from another format.
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise ValueError(f"a BOOLEAN carries 0 or 1, got {_show(value)}")
+    raise ValueError(f"a BOOLEAN carries true, false, 0 or 1, got {_show(value)}")
 
 
 def _write_double(value: Any) -> float | str:
@@ -222,8 +221,8 @@ def value_carrier(options: Mapping[str, Any]) -> ValueCarrier:
     """What a DataWorks consumer decodes of each value (docs/formats/dataworks.md): a DECIMAL as its
     text; DATE, DATETIME and TIME as MySQL's text; a TIMESTAMP of fsp 0-3 as the same instant (DataWorks
     DATE, milliseconds), of fsp 4-6 as wall-clock text in the producer's ``tz``; everything else as it
-    is (integers, BIT and YEAR are LONG; a BIT(1) a BOOLEAN, which decodes to 0 or 1; ENUM and SET
-    member names are STRING)."""
+    is (integers, BIT and YEAR are LONG; a BIT(1) a BOOLEAN, which decodes to false or true; ENUM and
+    SET member names are STRING)."""
     tz = zone(options["tz"])
     return lambda mysql_type: _carrier(mysql_type, tz)
 
@@ -240,4 +239,6 @@ def _carrier(mysql_type: MySQLType, tz: dt.tzinfo) -> Carrier:
         return or_null(lambda value: format_time(value, fsp))
     if family is Family.TIMESTAMP and (fsp is None or fsp > 3):
         return or_null(lambda value: format_timestamp(value, tz, fsp))
+    if dataworks_type(mysql_type) == BOOLEAN:
+        return or_null(bool)
     return same

@@ -20,7 +20,7 @@ BOOLEAN, DOUBLE, DATE, BYTES, LONG, STRING = "BOOLEAN", "DOUBLE", "DATE", "BYTES
 
 MYSQL_TYPE_OF: Mapping[str, MySQLType] = MappingProxyType(
     {
-        BOOLEAN: MySQLType("tinyint", length=1),  # MySQL's own boolean; values 0 and 1
+        BOOLEAN: MySQLType("tinyint", length=1),  # MySQL's own boolean; values False and True
         DOUBLE: MySQLType("double"),
         DATE: MySQLType("timestamp", decimals=3),  # an instant to the millisecond, decoded in UTC
         BYTES: MySQLType("longblob"),

@@ -263,11 +263,11 @@ def _int_writer(mysql_type: MySQLType) -> Callable[[Any], str]:
     low, high = mysql_type.integer_range()
 
     def write(value: Any) -> str:
-        if type(value) is not int:
+        if type(value) is not int and type(value) is not bool:  # a bool: MySQL's BOOLEAN, from DataWorks
             raise _Unencodable(f"a {mysql_type} value must be int, got {type(value).__name__}")
         if not low <= value <= high:
             raise _Unencodable(f"{value} is outside the range of {mysql_type}")
-        return str(value)
+        return str(int(value))
 
     return write
 

@@ -86,7 +86,7 @@ def avro_writer(mtype: MySQLType, tz: dt.tzinfo, location: str) -> Writer:
 
 
 def _exact_int(value: Any) -> int:
-    if type(value) is not int:
+    if type(value) is not int and type(value) is not bool:  # a bool: MySQL's BOOLEAN, from DataWorks
         raise TypeError(f"expected int, got {type(value).__name__}")
     return int(value)
 

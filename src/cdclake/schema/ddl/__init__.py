@@ -31,9 +31,12 @@ database. Several statements in one ``Ddl`` are read in order, keeping those tha
 
 **What cannot be followed.** DROP, TRUNCATE and EXCHANGE PARTITION delete or move rows without a row
 event for them; FLASHBACK and RECOVER TABLE bring back rows the stream never repeats; CREATE TABLE ...
-LIKE and ... SELECT need another table's schema (the Simple protocol's schema after serves). These, and
-statements the reader does not know, raise :class:`DdlInterpretError` naming the statement and its
-commit ts.
+LIKE and ... SELECT need another table's schema (the Simple protocol's schema after serves; for
+... LIKE, :func:`like_source` names the table whose schema the job puts there, see
+:mod:`cdclake.schema.following`). These, and statements the reader does not know, raise
+:class:`DdlInterpretError` naming the table, the statement and its commit ts.
+:func:`interpret_in_part` gives what can be followed of such a DDL instead, with the reasons for
+the rest: each ALTER TABLE specification and each statement is followed or refused on its own.
 
 **Where it is.** This module holds the entry points (:func:`interpret`, :func:`table_before`) and the
 Simple protocol's reconciliation; :mod:`~cdclake.schema.ddl.changes` the changes and
@@ -46,6 +49,8 @@ type as DDL writes it and its default.
 from __future__ import annotations
 
 import dataclasses
+
+from sqlglot import TokenType
 
 from cdclake.errors import CdclakeError, TypeParseError
 from cdclake.model import Ddl, TableSchema
@@ -63,6 +68,7 @@ from cdclake.schema.ddl.columns import _fill
 from cdclake.schema.ddl.statements import (
     _accept_alter_table,
     _accept_create_table,
+    _attempted,
     _rename_pair,
     _rename_pairs,
     _Statement,
@@ -77,9 +83,10 @@ class DdlInterpretError(CdclakeError):
     def __init__(self, ddl: Ddl, reason: str) -> None:
         self.ddl = ddl
         self.reason = reason
+        table = f" of {ddl.database}.{ddl.table}" if ddl.table else ""
         where = f" at {ddl.origin}" if ddl.origin is not None else ""
         sql = ddl.sql if len(ddl.sql) <= 300 else ddl.sql[:297] + "..."
-        super().__init__(f"DDL with commit ts {ddl.commit_ts}{where}: {reason}; the statement: {sql!r}")
+        super().__init__(f"DDL{table} with commit ts {ddl.commit_ts}{where}: {reason}; the statement: {sql!r}")
 
 
 # --- the entry points ---------------------------------------------------------------------------------
@@ -103,6 +110,46 @@ def interpret(ddl: Ddl, current: TableSchema | None) -> list[SchemaChange]:
     if ddl.schema_after is None or before is None:
         return changes
     return _reconciled(changes, before, ddl.schema_after)
+
+
+def interpret_in_part(ddl: Ddl, current: TableSchema | None) -> tuple[list[SchemaChange], list[str]]:
+    """What :func:`interpret` gives, where it can follow the whole of ``ddl``; else the changes of the
+    ALTER TABLE specifications and statements it can follow, and the reason for each it cannot (each
+    naming the part of the SQL). A statement that cannot be read at all gives no change."""
+    try:
+        return interpret(ddl, current), []
+    except DdlInterpretError as whole:
+        refused: list[str] = []
+        before = ddl.schema_before or current
+        try:
+            changes = _changes_of_sql(ddl, before, refused)
+        except (_Unfollowable, _Unreadable, TypeParseError):
+            return [], [whole.reason]
+    if ddl.schema_after is None or before is None:
+        return changes, refused
+    return _reconciled(changes, before, ddl.schema_after), refused
+
+
+def like_source(ddl: Ddl) -> tuple[str, str] | None:
+    """The (database, table) a ``CREATE TABLE ... LIKE`` (or ``... (LIKE ...)``) copies the definition
+    of, an unqualified name in the ``Ddl``'s database; None for any other DDL."""
+    try:
+        statements = _statements(ddl.sql)
+    except _Unreadable:
+        return None
+    for tokens in statements:
+        cursor = _Cursor(ddl.sql, tokens)
+        if not (cursor.accept("CREATE") and _accept_create_table(cursor)):
+            continue
+        try:
+            cursor.qualified_name()
+            if cursor.peek_type(TokenType.L_PAREN):
+                cursor = _Cursor(ddl.sql, cursor.group())
+            if cursor.accept("LIKE"):
+                return _qualified(ddl, cursor.qualified_name())
+        except _Unreadable:
+            return None  # interpret says what is wrong with the statement
+    return None
 
 
 def table_before(ddl: Ddl) -> tuple[str, str]:
@@ -142,14 +189,16 @@ def _reads_as_create(ddl: Ddl) -> bool:
     return any(cursor.accept("CREATE") and _accept_create_table(cursor) for cursor in cursors)
 
 
-def _changes_of_sql(ddl: Ddl, current: TableSchema | None) -> list[SchemaChange]:
+def _changes_of_sql(ddl: Ddl, current: TableSchema | None, refused: list[str] | None = None) -> list[SchemaChange]:
+    """The SQL's changes; where ``refused`` collects reasons, those of the parts it can follow
+    (:func:`~cdclake.schema.ddl.statements._attempted`)."""
     statements = _statements(ddl.sql)
     several = len(statements) > 1
     changes: list[SchemaChange] = []
     schema = current
     for tokens in statements:
-        statement = _Statement(ddl, _Cursor(ddl.sql, tokens), schema, several)
-        found = statement.changes()
+        statement = _Statement(ddl, _Cursor(ddl.sql, tokens), schema, several, refused)
+        found = _attempted(refused, statement.cursor, statement.changes)
         changes += found
         schema = schema_after(schema, found)
     return changes

@@ -6,10 +6,11 @@ specification of an ALTER TABLE.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sqlglot import TokenType
 
+from cdclake.errors import TypeParseError
 from cdclake.model import ColumnSchema, Ddl, IndexSchema, TableSchema
 from cdclake.schema.ddl.changes import (
     AddColumn,
@@ -32,6 +33,20 @@ from cdclake.schema.ddl.tokens import _Cursor, _qualified, _same_name, _split, _
 class _Unfollowable(Exception):
     """A statement that changes rows the stream does not carry: always a
     :class:`~cdclake.schema.ddl.DdlInterpretError`."""
+
+
+def _attempted(refused: list[str] | None, cursor: _Cursor, read: Callable[[], list[SchemaChange]]
+               ) -> list[SchemaChange]:
+    """``read()``'s changes, for the part of a statement ``cursor`` holds. Where that part cannot be
+    followed: the error, or, when ``refused`` collects them, no change and the reason kept, naming
+    the part."""
+    if refused is None:
+        return read()
+    try:
+        return read()
+    except (_Unfollowable, _Unreadable, TypeParseError) as exc:
+        refused.append(f"{cursor.text(cursor.tokens)!r}: {exc}")
+        return []
 
 
 def _accept_create_table(cursor: _Cursor) -> bool:
@@ -58,14 +73,18 @@ _HARMLESS_STATEMENTS = ("GRANT", "REVOKE", "SET", "ANALYZE", "FLUSH", "USE")
 
 
 class _Statement:
-    """One statement's changes to the ``Ddl``'s table, whose schema before it is ``current``."""
+    """One statement's changes to the ``Ddl``'s table, whose schema before it is ``current``; where
+    ``refused`` collects reasons, an ALTER TABLE specification it cannot follow is left out with its
+    reason there (see :func:`_attempted`)."""
 
-    def __init__(self, ddl: Ddl, cursor: _Cursor, current: TableSchema | None, among_several: bool) -> None:
+    def __init__(self, ddl: Ddl, cursor: _Cursor, current: TableSchema | None, among_several: bool,
+                 refused: list[str] | None = None) -> None:
         self.ddl = ddl
         self.cursor = cursor
         self.current = current
         # Several statements in one Ddl: only those naming its table concern it.
         self.among_several = among_several
+        self.refused = refused
 
     def concerns(self, name: tuple[str | None, str]) -> bool:
         return not self.among_several or _same_name(_qualified(self.ddl, name), (self.ddl.database, self.ddl.table))
@@ -189,8 +208,8 @@ class _Statement:
         changes: list[SchemaChange] = []
         schema = self.current
         for tokens in _split(cursor.rest()):
-            spec = _Cursor(self.ddl.sql, tokens)
-            found = _AlterSpec(self.ddl, spec, schema).changes()
+            spec = _AlterSpec(self.ddl, _Cursor(self.ddl.sql, tokens), schema)
+            found = _attempted(self.refused, spec.cursor, spec.changes)
             changes += found
             schema = schema_after(schema, found)
         return changes

@@ -1,6 +1,7 @@
 """MariaDB (or MySQL) tables as a sink: :class:`~cdclake.sinks.mariadb.sink.MariaDBSink`, each write atomic
 with its step (:mod:`.sink`), the statements it runs (:mod:`.statements`), MySQL types as MariaDB columns
-(:mod:`.types`), bulk loading (:mod:`.loading`), and its URL (:mod:`.connection`)."""
+(:mod:`.types`), bulk loading (:mod:`.loading`), its URL (:mod:`.connection`), and what ``cdclake status``
+reads (:mod:`.reader`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from cdclake.sinks.base import TableComparison
+    from cdclake.sinks.mariadb.reader import MariaDBReader
     from cdclake.sinks.mariadb.sink import MariaDBSink
 
 
@@ -21,13 +23,18 @@ def check_url(url: str) -> None:
     parse(url)
 
 
-def open_sink(spark: SparkSession, url: str, namespace: str, prepare: bool = True) -> MariaDBSink:
+def open_sink(spark: SparkSession, url: str, namespace: str) -> MariaDBSink:
     from cdclake.sinks.mariadb.sink import MariaDBSink
 
     sink = MariaDBSink(spark, parse(url), namespace)
-    if prepare:
-        sink.prepare()
+    sink.prepare()
     return sink
+
+
+def open_reader(url: str, namespace: str) -> MariaDBReader:
+    from cdclake.sinks.mariadb.reader import MariaDBReader
+
+    return MariaDBReader(parse(url), namespace)
 
 
 def compare_tables(url: str, tables: Mapping[tuple[str, str], Any],

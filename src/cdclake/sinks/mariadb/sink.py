@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -74,19 +74,8 @@ class MariaDBSink:
     def _job_table(self, name: str) -> str:
         return table_name(self.namespace, "cdclake_" + name)
 
-    @contextmanager
-    def _connect(self, autocommit: bool = True) -> Iterator[Any]:
-        """A cursor; without ``autocommit``, of one transaction, committed when the block ends."""
-        import pymysql
-
-        try:
-            connection = connect(self.address.arguments, autocommit)
-        except pymysql.err.OperationalError as error:
-            raise SinkError(f"sink {self.address.shown}: cannot connect: {error.args[-1]}") from None
-        with connection, connection.cursor() as cursor:
-            yield cursor
-            if not autocommit:
-                connection.commit()
+    def _connect(self, autocommit: bool = True) -> AbstractContextManager[Any]:
+        return cursor_of(self.address, autocommit)
 
     @cached_property
     def _server(self) -> tuple[str, bool]:
@@ -118,22 +107,11 @@ class MariaDBSink:
     # --- progress ----------------------------------------------------------------------------------------
 
     def load_state(self) -> tuple[JobState, DataFrame]:
-        import pymysql
-
-        table = self._job_table("state")
         with self._connect() as cursor:
-            try:
-                cursor.execute(f"SELECT {names(STATE_NAMES)} FROM {table} WHERE state <> 'pending'")
-            except pymysql.err.ProgrammingError as error:
-                if error.args[0] != _NO_TABLE:
-                    raise
-                raise SinkError(f"sink {self.address.shown}: no job state there ({table}): no job has "
-                                f"replicated into the database {self.namespace!r} yet") from None
-            small = [dict(zip(STATE_NAMES, row, strict=True)) for row in cursor.fetchall()]
-            cursor.execute(f"SELECT {names(CHANGE_NAMES)} FROM {table} WHERE state = 'pending'")
+            state = read_state(cursor, self.address, self.namespace)
+            cursor.execute(f"SELECT {names(CHANGE_NAMES)} FROM {self._job_table('state')} WHERE state = 'pending'")
             pending = list(cursor.fetchall())
             self._drop_stale_stages(cursor)
-        state = state_from_rows(small)
         self._batch, self._ddl_calls = state.batch + 1, {}
         return state, self.spark.createDataFrame(pending, CHANGE_DDL)
 
@@ -310,12 +288,6 @@ class MariaDBSink:
     def maintain(self, targets: Sequence[str]) -> None:
         """Nothing to do: InnoDB purges old row versions itself, and the state is one table of rows."""
 
-    def table_status(self, target: str) -> dict[str, Any]:
-        with self._connect() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {target}")
-            (rows,) = cursor.fetchone()
-        return {"rows": rows, "last_commit": None}
-
     # --- staging -----------------------------------------------------------------------------------------
 
     def _new_stage(self) -> str:
@@ -339,6 +311,37 @@ class MariaDBSink:
         if stage is not None:
             with self._connect() as cursor:
                 cursor.execute(f"DROP TABLE IF EXISTS {stage}")
+
+
+@contextmanager
+def cursor_of(address: MariaDBAddress, autocommit: bool = True) -> Iterator[Any]:
+    """A cursor on the server at ``address``; without ``autocommit``, of one transaction, committed when
+    the block ends."""
+    import pymysql
+
+    try:
+        connection = connect(address.arguments, autocommit)
+    except pymysql.err.OperationalError as error:
+        raise SinkError(f"sink {address.shown}: cannot connect: {error.args[-1]}") from None
+    with connection, connection.cursor() as cursor:
+        yield cursor
+        if not autocommit:
+            connection.commit()
+
+
+def read_state(cursor: Any, address: MariaDBAddress, namespace: str) -> JobState:
+    """The state of the job whose own tables are in the database ``namespace``, its pending changes left out."""
+    import pymysql
+
+    table = table_name(namespace, "cdclake_state")
+    try:
+        cursor.execute(f"SELECT {names(STATE_NAMES)} FROM {table} WHERE state <> 'pending'")
+    except pymysql.err.ProgrammingError as error:
+        if error.args[0] != _NO_TABLE:
+            raise
+        raise SinkError(f"sink {address.shown}: no job state there ({table}): no job has replicated into the "
+                        f"database {namespace!r} yet") from None
+    return state_from_rows(dict(zip(STATE_NAMES, row, strict=True)) for row in cursor.fetchall())
 
 
 def _insert(cursor: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -1,6 +1,6 @@
 """PostgreSQL tables as a sink: :class:`~cdclake.sinks.postgres.sink.PostgresSink`, one transaction per
 batch (:mod:`.sink`), the statements it runs (:mod:`.statements`), MySQL types as PostgreSQL's
-(:mod:`.types`), and its URL (:mod:`.connection`)."""
+(:mod:`.types`), its URL (:mod:`.connection`), and its job read for ``cdclake status`` (:mod:`.reader`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from cdclake.sinks.base import TableComparison
+    from cdclake.sinks.postgres.reader import PostgresReader
     from cdclake.sinks.postgres.sink import PostgresSink
 
 
@@ -21,13 +22,18 @@ def check_url(url: str) -> None:
     parse(url)
 
 
-def open_sink(spark: SparkSession, url: str, namespace: str, prepare: bool = True) -> PostgresSink:
+def open_sink(spark: SparkSession, url: str, namespace: str) -> PostgresSink:
     from cdclake.sinks.postgres.sink import PostgresSink
 
     sink = PostgresSink(spark, parse(url), namespace)
-    if prepare:
-        sink.prepare()
+    sink.prepare()
     return sink
+
+
+def open_reader(url: str, namespace: str) -> PostgresReader:
+    from cdclake.sinks.postgres.reader import PostgresReader
+
+    return PostgresReader(parse(url), namespace)
 
 
 def compare_tables(url: str, tables: Mapping[tuple[str, str], Any],

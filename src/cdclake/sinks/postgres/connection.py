@@ -4,10 +4,19 @@ read into libpq's connection string, and shown with its password hidden."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from cdclake.errors import CdclakeError
 from cdclake.sinks.jdbc import split_url
 
+if TYPE_CHECKING:
+    import psycopg
+
 PREFIX = "jdbc:postgresql:"
+
+
+class SinkError(CdclakeError):
+    """A batch PostgreSQL cannot take (nothing of it was applied), or a database that cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -26,3 +35,12 @@ def parse(url: str) -> PostgresAddress:
     parts = split_url(url, (PREFIX,), "PostgreSQL", "jdbc:postgresql://HOST:PORT/DATABASE?user=...")
     conninfo = make_conninfo(host=parts.host, port=parts.port or 5432, dbname=parts.database, **dict(parts.parameters))
     return PostgresAddress(conninfo, parts.shown)
+
+
+def connect(address: PostgresAddress, autocommit: bool = True) -> psycopg.Connection[Any]:
+    import psycopg
+
+    try:
+        return psycopg.connect(address.conninfo, autocommit=autocommit)
+    except psycopg.OperationalError as error:
+        raise SinkError(f"sink {address.shown}: cannot connect: {str(error).strip()}") from None

@@ -24,13 +24,12 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cdclake.errors import CdclakeError
 from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.rows import changes_seen_in_rows
 from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Step
 from cdclake.sinks.postgres import statements
-from cdclake.sinks.postgres.connection import PostgresAddress
+from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, connect
 from cdclake.sinks.postgres.statements import ident, table_name
 from cdclake.sinks.postgres.types import holds
 from cdclake.sources.ranges import OffsetRange
@@ -48,10 +47,6 @@ STAGE_PREFIX = "cdclake_stage_"
 _QUOTED_PAIR = re.compile(r'"((?:[^"]|"")*)"\."((?:[^"]|"")*)"')
 
 
-class SinkError(CdclakeError):
-    """A batch PostgreSQL cannot take: nothing of it was applied."""
-
-
 class PostgresSink:
     """Tables in the database at ``address``; the job's own in the schema ``namespace``."""
 
@@ -65,12 +60,7 @@ class PostgresSink:
         return table_name(self.namespace, "cdclake_" + name)
 
     def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
-        import psycopg
-
-        try:
-            return psycopg.connect(self.address.conninfo, autocommit=autocommit)
-        except psycopg.OperationalError as error:
-            raise SinkError(f"sink {self.address.shown}: cannot connect: {str(error).strip()}") from None
+        return connect(self.address, autocommit)
 
     def prepare(self) -> None:
         """The job's schema and own tables, where they do not exist yet."""
@@ -84,22 +74,14 @@ class PostgresSink:
     # --- progress ----------------------------------------------------------------------------------------
 
     def load_state(self) -> tuple[JobState, DataFrame]:
-        import psycopg
-        from psycopg.rows import dict_row
-
         self._statements, self._stages = [], []
         table = self._job_table("state")
         with self._connect() as connection:
             self._drop_stale_stages(connection)
-            cursor = connection.cursor(row_factory=dict_row)
-            try:
-                small = cursor.execute(f"SELECT * FROM {table} WHERE state <> 'pending'").fetchall()
-            except psycopg.errors.UndefinedTable:
-                raise SinkError(f"sink {self.address.shown}: no job state there ({table}): no job has "
-                                f"replicated into the schema {self.namespace!r} yet") from None
+            state = read_state(connection, self.address, self.namespace)
             pending = connection.execute(f"SELECT {_names(CHANGE_NAMES)} FROM {table} WHERE state = 'pending'"
                                          ).fetchall()
-        return state_from_rows(small), self.spark.createDataFrame(pending, CHANGE_DDL)
+        return state, self.spark.createDataFrame(pending, CHANGE_DDL)
 
     def _drop_stale_stages(self, connection: psycopg.Connection[Any]) -> None:
         """Staging tables of a batch a crash interrupted: the batch runs again with new ones."""
@@ -187,11 +169,6 @@ class PostgresSink:
     def maintain(self, targets: Sequence[str]) -> None:
         """Nothing to do: PostgreSQL's autovacuum keeps the tables, and the state is one table of rows."""
 
-    def table_status(self, target: str) -> dict[str, Any]:
-        with self._connect() as connection:
-            (rows,) = connection.execute(f"SELECT count(*) FROM {target}").fetchone() or (0,)
-        return {"rows": rows, "last_commit": None}
-
     # --- staging -----------------------------------------------------------------------------------------
 
     def _stage(self, frame: DataFrame, fields: Sequence[tuple[str, str]], jsonb: str | None = None) -> str:
@@ -205,6 +182,21 @@ class PostgresSink:
         names = [name for name, _ in fields]
         copy_frame(frame.select(*names), self.address.conninfo, stage, names)
         return stage
+
+
+def read_state(connection: psycopg.Connection[Any], address: PostgresAddress, namespace: str) -> JobState:
+    """The state of the job whose own tables are in the schema ``namespace``, its pending changes left out."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    table = table_name(namespace, "cdclake_state")
+    try:
+        rows = connection.cursor(row_factory=dict_row).execute(
+            f"SELECT * FROM {table} WHERE state <> 'pending'").fetchall()
+    except psycopg.errors.UndefinedTable:
+        raise SinkError(f"sink {address.shown}: no job state there ({table}): no job has "
+                        f"replicated into the schema {namespace!r} yet") from None
+    return state_from_rows(rows)
 
 
 def copy_frame(frame: DataFrame, conninfo: str, table: str, names: Sequence[str]) -> int:
