@@ -7,6 +7,9 @@ folder of its own that goes with it (in the style of :mod:`cdclake.localkafka`):
 * :class:`LocalPostgres`: a PostgreSQL cluster of Debian's ``postgresql`` package, made by ``initdb``
   in the folder and run by ``pg_ctl``, as user ``postgres`` when the tests run as root (PostgreSQL
   refuses to run as root). ``.ci/services`` installs the package.
+* :class:`LocalMariaDB`: a MariaDB server of Debian's ``mariadb-server`` package, its data directory made
+  by ``mariadb-install-db`` in the folder and run by ``mariadbd`` on loopback (as user ``mysql`` when
+  the tests run as root). ``.ci/services`` installs the package.
 """
 
 from __future__ import annotations
@@ -184,3 +187,68 @@ def postgres_bindir() -> Path:
         raise ServiceMissing("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): run .ci/services, "
                              "which installs Debian's postgresql package")
     return Path(found[-1]).parent
+
+
+class LocalMariaDB(_Service):
+    """``jdbc_url`` with ``user`` root, password-less, on loopback: a server for the MariaDB sink's tests."""
+
+    user = "root"
+    database = "mirror"
+
+    def __init__(self) -> None:
+        super().__init__("cdclake-mariadb-")
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def jdbc_url(self) -> str:
+        return f"jdbc:mariadb://127.0.0.1:{self.port}/{self.database}?user={self.user}"
+
+    def start(self) -> None:
+        server, install = mariadb_programs()
+        as_user = ["--user=mysql"] if os.geteuid() == 0 else []
+        if os.geteuid() == 0:
+            shutil.chown(self.directory, "mysql", "mysql")
+        data, log = self.directory / "data", self.directory / "server.log"
+        done = subprocess.run([str(install), "--no-defaults", f"--datadir={data}", "--skip-test-db",
+                               "--auth-root-authentication-method=normal", *as_user],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"mariadb-install-db failed: {done.stdout}{done.stderr}")
+        # No fsync and a small buffer pool: the server lives for a test run.
+        with log.open("wb") as out:
+            self._process = subprocess.Popen(
+                [str(server), "--no-defaults", f"--datadir={data}", f"--port={self.port}", "--bind-address=127.0.0.1",
+                 f"--socket={self.directory / 'server.sock'}", f"--pid-file={self.directory / 'server.pid'}",
+                 "--innodb-flush-log-at-trx-commit=0", "--innodb-buffer-pool-size=64M", "--skip-name-resolve",
+                 "--local-infile=1", *as_user], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._answers():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mariadbd did not start: {self.log_tail(log)}")
+            time.sleep(0.2)
+
+    def _answers(self) -> bool:
+        import pymysql
+
+        try:
+            with pymysql.connect(host="127.0.0.1", port=self.port, user=self.user, autocommit=True) as connection:
+                connection.cursor().execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
+            return True
+        except pymysql.err.OperationalError:
+            return False
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        self._process = None
+        super().stop()
+
+
+def mariadb_programs() -> tuple[Path, Path]:
+    """The MariaDB server and ``mariadb-install-db`` of Debian's package."""
+    server, install = shutil.which("mariadbd", path="/usr/sbin:/usr/bin"), shutil.which("mariadb-install-db")
+    if server is None or install is None:
+        raise ServiceMissing("MariaDB is not installed (no mariadbd or mariadb-install-db): run .ci/services, which "
+                             "installs Debian's mariadb-server package")
+    return Path(server), Path(install)

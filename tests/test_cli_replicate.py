@@ -120,7 +120,8 @@ def test_replicate_prints_its_summary_on_stdout_on_a_line_of_its_own(
 
 
 @pytest.mark.parametrize(("url", "said"), [
-    ("jdbc:mysql://db:3306/mirror", "no sink takes this URL"),
+    ("jdbc:oracle:thin:@db:1521/mirror", "no sink takes this URL"),
+    ("jdbc:mysql:db/mirror?password=secret", "a MariaDB or MySQL sink is jdbc:mariadb://HOST:PORT/DATABASE"),
     ("jdbc:postgresql:mirror", "a PostgreSQL sink is jdbc:postgresql://HOST:PORT/DATABASE"),
     ("jdbc:postgresql://db:port/mirror?password=secret", "the port is not a number"),
 ])

@@ -62,7 +62,8 @@ VerboseOption = Annotated[bool, typer.Option("--verbose", help="Spark's own log 
 
 SinkOption = Annotated[str | None, typer.Option("--sink", metavar="URL", help="Tables in this database "
                                                 "instead of Iceberg: jdbc:postgresql://HOST:PORT/DATABASE?user="
-                                                "U&password=P (docs/sinks.md).")]
+                                                "U&password=P, or jdbc:mariadb://... (jdbc:mysql://...) "
+                                                "(docs/sinks.md).")]
 
 FormatOptionsOption = Annotated[list[str] | None, typer.Option("--option", "-o", metavar="NAME=VALUE",
                                                                help="A format option under its upstream name "

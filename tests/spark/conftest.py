@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-from tests.catalogs import LocalPostgres, ServiceMissing
+from tests.catalogs import LocalMariaDB, LocalPostgres, ServiceMissing
 
 pytest.importorskip("pyspark")
+
+Service = TypeVar("Service", LocalPostgres, LocalMariaDB)
 
 
 @pytest.fixture(scope="session")
@@ -28,9 +31,19 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 def postgres() -> Iterator[LocalPostgres]:
     """A PostgreSQL server of Debian's package on loopback, for the tests that use one (the JDBC catalog,
     the PostgreSQL sink); a missing package fails them, naming the install step."""
+    yield from _running(LocalPostgres)
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[LocalMariaDB]:
+    """A MariaDB server of Debian's package on loopback, for the MariaDB sink's tests; a missing package
+    fails them, naming the install step."""
+    yield from _running(LocalMariaDB)
+
+
+def _running(kind: Callable[[], Service]) -> Iterator[Service]:
     try:
-        service = LocalPostgres()
-        with service:
+        with kind() as service:
             yield service
     except ServiceMissing as missing:
         pytest.fail(str(missing), pytrace=False)

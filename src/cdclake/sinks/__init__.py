@@ -1,7 +1,7 @@
 """Where replicated tables live: the :class:`~cdclake.sinks.base.Sink` protocol the pipeline writes
 through (:mod:`cdclake.sinks.base`, with what a sink must guarantee for exactly once), and one package
 per kind of store: :mod:`cdclake.sinks.iceberg` (the default: Iceberg tables of a Spark catalog) and
-:mod:`cdclake.sinks.postgres`.
+:mod:`cdclake.sinks.postgres`, :mod:`cdclake.sinks.mariadb` (MariaDB and MySQL).
 
 A sink other than Iceberg is named by a URL; :data:`SINKS` maps each URL prefix to the function that
 opens it. Adding a sink is its package and one line here.
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 # returning a StatusReader, and compare_tables (below).
 SINKS = {
     "jdbc:postgresql:": "cdclake.sinks.postgres",
+    "jdbc:mariadb:": "cdclake.sinks.mariadb",
+    "jdbc:mysql:": "cdclake.sinks.mariadb",
 }
 
 

@@ -33,11 +33,11 @@ stored and :meth:`Sink.last_step` is always (0, 0) (:mod:`cdclake.sinks.postgres
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cdclake.model import TableSchema
+from cdclake.model import ColumnSchema, TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.progress import JobState
@@ -47,6 +47,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from cdclake.spark.progress import JobState
+
+
+# (name, Spark SQL type) of the job's changelog and dead-letter rows, as a database sink keeps them (each
+# with the batch that appended it).
+CHANGELOG_FIELDS = (
+    ("database", "string"), ("table", "string"), ("op", "string"), ("commit_ts", "bigint"), ("before", "string"),
+    ("after", "string"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("index", "int"),
+)
+DEAD_LETTER_FIELDS = (
+    ("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("timestamp_ms", "bigint"),
+    ("raw_key", "binary"), ("raw_value", "binary"), ("reason", "string"),
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,18 @@ class TableComparison:
     unexpected: int = 0
     column_differences: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
+
+    def shared_columns(self, schema: TableSchema, held: Collection[str] | None) -> list[ColumnSchema]:
+        """The columns of ``schema`` the sink's table has too (``held``: its column names, None if there is no
+        such table); the differences recorded."""
+        if held is None:
+            self.column_differences.append("the table does not exist")
+            self.missing = self.expected_rows
+            return []
+        names = [c.name for c in schema.columns]
+        self.column_differences += [f"table lacks column {n}" for n in names if n not in held]
+        self.column_differences += [f"table has extra column {n}" for n in held if n not in names]
+        return [c for c in schema.columns if c.name in held]
 
     @property
     def equal(self) -> bool:

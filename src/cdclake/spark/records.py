@@ -33,9 +33,9 @@ from cdclake.spark.changes import (
     RECORD_FIELDS,
     RECORD_NAMES,
     CarriedMessage,
-    DecodeTask,
     decode_records,
 )
+from cdclake.spark.tasks import one_task_each
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -80,31 +80,23 @@ def read_records(
 
 def _read_ranges(spark: SparkSession, source: Source, ranges: Sequence[OffsetRange]) -> DataFrame:
     """The records of ``ranges`` (:data:`RECORD_FIELDS`), one task per range."""
-    import pickle
 
-    rows = [(index, pickle.dumps(DecodeTask(r))) for index, r in enumerate(ranges)]
-    tasks = spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))), "task int, payload binary")
-
-    def read(batches: Iterable[Any]) -> Iterator[Any]:
-        import pickle
-
+    def read(mine: list[OffsetRange]) -> Iterator[Any]:
         import pyarrow as pa
 
         from cdclake.spark.changes import record_arrow_schema
 
-        for arrow in batches:
-            for payload in arrow.column("payload").to_pylist():
-                task: DecodeTask = pickle.loads(payload)
-                columns: dict[str, list[Any]] = {name: [] for name in RECORD_NAMES}
-                for message in source.read(task.offset_range):
-                    origin = message.origin
-                    for name, value in zip(RECORD_NAMES, (origin.topic, origin.partition, origin.offset,
-                                                          message.timestamp_ms, message.key, message.value, None),
-                                           strict=True):
-                        columns[name].append(value)
-                yield pa.RecordBatch.from_pydict(columns, schema=record_arrow_schema())
+        for offset_range in mine:
+            columns: dict[str, list[Any]] = {name: [] for name in RECORD_NAMES}
+            for message in source.read(offset_range):
+                origin = message.origin
+                for name, value in zip(RECORD_NAMES, (origin.topic, origin.partition, origin.offset,
+                                                      message.timestamp_ms, message.key, message.value, None),
+                                       strict=True):
+                    columns[name].append(value)
+            yield pa.RecordBatch.from_pydict(columns, schema=record_arrow_schema())
 
-    return tasks.mapInArrow(read, RECORD_DDL)
+    return one_task_each(spark, list(ranges), read, RECORD_DDL)
 
 
 def raw_records(frame: DataFrame) -> DataFrame:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -60,6 +60,7 @@ from cdclake.spark.ordering import Facts, Ordering, net_changes
 from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.spark.refusals import refuse_tables
+from cdclake.spark.tasks import one_task_each
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -355,23 +356,12 @@ class Replicator:
 
     def _decode(self, ranges: list[OffsetRange], state: JobState) -> DataFrame:
         """The change records of ``ranges``, decoded on the executors, one task per range."""
-        import pickle
-
         tasks = [DecodeTask(r, tuple(entry[0] for entry in state.carried.get((r.topic, r.partition), [])))
                  for r in ranges]
         source, format_name, options = self.source, self.config.format, dict(self.options)
         assert source is not None, "step() plans only with a source"
-        rows = [(index, pickle.dumps(task)) for index, task in enumerate(tasks)]
-        task_rdd = self.spark.sparkContext.parallelize(rows, max(1, len(rows)))
-        task_frame = self.spark.createDataFrame(task_rdd, "task int, payload binary")
-
-        def decode(batches: Iterable[Any]) -> Iterator[Any]:
-            import pickle
-
-            mine = [pickle.loads(payload) for arrow in batches for payload in arrow.column("payload").to_pylist()]
-            yield from decode_tasks(source, format_name, options, mine)
-
-        return task_frame.mapInArrow(decode, CHANGE_DDL)
+        return one_task_each(self.spark, tasks, lambda mine: decode_tasks(source, format_name, options, mine),
+                             CHANGE_DDL)
 
     # --- applying -------------------------------------------------------------------------------------
 

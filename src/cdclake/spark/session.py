@@ -139,6 +139,11 @@ def build_session(
         "spark.ui.retainedJobs": "200",
         "spark.ui.retainedStages": "200",
         "spark.sql.shuffle.partitions": "4",
+        # Spark keeps 100 compiled classes of generated code by default; a batch's queries over ten
+        # tables make more, so every batch compiled them all again (Janino was a quarter of the JVM's
+        # CPU). Each query's code is the same from batch to batch: kept, a batch's CPU fell by a
+        # quarter (BENCHMARKS.md, "fixed cost"). A static setting: it counts when the JVM starts.
+        "spark.sql.codegen.cache.maxEntries": "4000",
         **iceberg_conf(catalog, warehouse),
         **jars,
         **(_logging_into(log_file) if log_file is not None else {}),

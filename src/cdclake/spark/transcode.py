@@ -27,7 +27,6 @@ would be transcoded again: at-least-once.
 
 from __future__ import annotations
 
-import pickle
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -42,6 +41,7 @@ from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy,
 from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark.batches import run_batches
+from cdclake.spark.tasks import one_task_each
 from cdclake.transcode.endpoints import Sink
 from cdclake.transcode.layout import LayoutRecord, lay_out
 from cdclake.transcode.records import (
@@ -233,17 +233,7 @@ class Transcoder:
         tasks = [ReadTask(r, tuple(prime.message for prime in progress.primes.get((r.topic, r.partition), [])),
                           progress.partitions[(r.topic, r.partition)].read_until) for r in ranges]
         source, spec = self.source, self.spec
-        rows = [(index, pickle.dumps(task)) for index, task in enumerate(tasks)]
-        frame = self.spark.createDataFrame(self.spark.sparkContext.parallelize(rows, max(1, len(rows))),
-                                           "task int, payload binary")
-
-        def read(batches: Iterable[Any]) -> Iterator[Any]:
-            import pickle
-
-            mine = [pickle.loads(payload) for arrow in batches for payload in arrow.column("payload").to_pylist()]
-            yield from read_records(spec, source, mine)
-
-        return frame.mapInArrow(read, RECORD_DDL)
+        return one_task_each(self.spark, tasks, lambda mine: read_records(spec, source, mine), RECORD_DDL)
 
     def _resume_offsets(self, records: DataFrame, mark: int) -> dict[tuple[str, int], int]:
         """Per source partition, the first message with something the batch does not emit: a change above

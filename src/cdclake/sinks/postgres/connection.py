@@ -3,18 +3,16 @@ read into libpq's connection string, and shown with its password hidden."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
-from cdclake.errors import CdclakeError, OptionError
+from cdclake.errors import CdclakeError
+from cdclake.sinks.jdbc import split_url
 
 if TYPE_CHECKING:
     import psycopg
 
 PREFIX = "jdbc:postgresql:"
-_HIDDEN = re.compile(r"(?i)(password=)[^&]*")
 
 
 class SinkError(CdclakeError):
@@ -34,21 +32,9 @@ def parse(url: str) -> PostgresAddress:
     parameters (``user``, ``password``, ``sslmode``, ``connect_timeout``, ...)."""
     from psycopg.conninfo import make_conninfo
 
-    shown = _HIDDEN.sub(r"\1***", url)
-    if not url.startswith(PREFIX + "//"):
-        raise OptionError(f"sink {shown!r}: a PostgreSQL sink is jdbc:postgresql://HOST:PORT/DATABASE?user=...")
-    parts = urlsplit(url[len("jdbc:"):])
-    database = unquote(parts.path.lstrip("/"))
-    if not parts.hostname or not database:
-        raise OptionError(f"sink {shown!r}: the URL names no host or no database "
-                          "(jdbc:postgresql://HOST:PORT/DATABASE?user=...)")
-    try:
-        port = parts.port
-    except ValueError:
-        raise OptionError(f"sink {shown!r}: the port is not a number") from None
-    keywords = dict(parse_qsl(parts.query, keep_blank_values=True))
-    conninfo = make_conninfo(host=parts.hostname, port=port or 5432, dbname=database, **keywords)
-    return PostgresAddress(conninfo, shown)
+    parts = split_url(url, (PREFIX,), "PostgreSQL", "jdbc:postgresql://HOST:PORT/DATABASE?user=...")
+    conninfo = make_conninfo(host=parts.host, port=parts.port or 5432, dbname=parts.database, **dict(parts.parameters))
+    return PostgresAddress(conninfo, parts.shown)
 
 
 def connect(address: PostgresAddress, autocommit: bool = True) -> psycopg.Connection[Any]:

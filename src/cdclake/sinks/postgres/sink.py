@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.rows import changes_seen_in_rows
-from cdclake.sinks.base import Compaction, Step
+from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step
 from cdclake.sinks.postgres import statements
 from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, connect
 from cdclake.sinks.postgres.statements import ident, table_name
@@ -42,14 +42,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _PG_TYPE_OF_SPARK = {"string": "text", "int": "integer", "bigint": "bigint", "binary": "bytea"}
-CHANGELOG_FIELDS = (
-    ("database", "string"), ("table", "string"), ("op", "string"), ("commit_ts", "bigint"), ("before", "string"),
-    ("after", "string"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("index", "int"),
-)
-DEAD_LETTER_FIELDS = (
-    ("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("timestamp_ms", "bigint"),
-    ("raw_key", "binary"), ("raw_value", "binary"), ("reason", "string"),
-)
 NET_FIELDS = (("_key", "string"), ("_op", "string"), ("_image", "string"))
 STAGE_PREFIX = "cdclake_stage_"
 _QUOTED_PAIR = re.compile(r'"((?:[^"]|"")*)"\."((?:[^"]|"")*)"')

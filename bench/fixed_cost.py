@@ -1,0 +1,151 @@
+"""What a small batch costs: each batch of about a thousand changes over ten tables, end to end.
+
+Issue 20's fixed-cost target: a batch of 1,000 changes over 10 tables, with a DDL, applied in at most
+5 s from loading the state to the committed state. The workload is the simulator's (bench/_stream.py:
+ten tables, transactions of 1 to 9 rows, DDL mid-stream) in Canal-JSON with the TiDB extension on eight
+partitions; one Spark session (``local[2]``). First the first messages of each partition are replicated
+into a scratch namespace (not timed: JVM class loading and code generation), then the whole stream from
+the start in batches of ``--max-batch-records`` records (``Replicator.step``, each batch timed from its
+state load to its state commit). Per batch: wall seconds, the CPU seconds of this process and its
+children (the JVM, Python workers: what the batch costs whatever else runs on the machine), and the Spark
+jobs it ran. Run from the repository root::
+
+    python3 bench/fixed_cost.py             # prints and writes BENCHMARKS.md
+    python3 bench/fixed_cost.py --no-write
+
+A benchmark, not a test: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import statistics
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from _stream import cache_root, prepared_stream
+from benchmarks_md import command_line, load_average, machine, publish
+
+from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source
+from cdclake.spark.replicate import ReplicateConfig, Replicator
+from cdclake.spark.session import build_session, new_log_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION_START = "<!-- bench/fixed_cost.py: start -->"
+SECTION_END = "<!-- bench/fixed_cost.py: end -->"
+TARGET_S = 5.0
+OPTIONS = {"enable-tidb-extension": True}
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+class Prefix:
+    """The first ``per_partition`` records of each partition of ``source``: the warm-up's source (defined
+    in the script, which Spark pickles by value: its workers cannot import bench/'s modules)."""
+
+    def __init__(self, source: Source, per_partition: int) -> None:
+        self.source, self.per_partition = source, per_partition
+
+    def extents(self) -> dict[tuple[str, int], PartitionExtent]:
+        return {tp: PartitionExtent(e.low, min(e.high, e.low + self.per_partition))
+                for tp, e in self.source.extents().items()}
+
+    def read(self, offset_range: OffsetRange) -> Iterator[Any]:
+        return self.source.read(offset_range)
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user and system, children waited for included) of this process and every descendant."""
+    parents: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # gone meanwhile
+            stats[int(entry)] = fields
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    total, stack = 0.0, [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        if pid in stats:
+            total += sum(int(value) for value in stats[pid][11:15]) / _TICK
+        stack.extend(parents.get(pid, []))
+    return total
+
+
+def run(events: int, max_batch_records: int) -> tuple[list[dict[str, Any]], str]:
+    stream = prepared_stream("canal-json", events, cache_root())
+    warehouse = Path(tempfile.mkdtemp(prefix="cdclake-fixed-"))
+    spark = build_session(warehouse=warehouse, log_file=new_log_file())
+    tracker = spark.sparkContext.statusTracker()
+
+    def config(name: str) -> ReplicateConfig:
+        return ReplicateConfig("canal-json", OPTIONS, namespace=f"{name}_cdclake",
+                               target_namespace=f"{name}_{{database}}", max_batch_records=max_batch_records)
+
+    def newest_job() -> int:
+        return max(tracker.getJobIdsForGroup(None) or [0])
+
+    try:
+        Replicator(spark, Prefix(stream.source, 300), config("warm")).run(once=True)
+        replicator = Replicator(spark, stream.source, config("run"))
+        batches = []
+        while True:
+            jobs, cpu = newest_job(), tree_cpu_seconds()
+            report = replicator.step(finishing=True)
+            if report is None:
+                break
+            batches.append({"batch": report.batch, "records": report.records, "changes": report.changes_applied,
+                            "tables": len(report.tables), "seconds": report.seconds,
+                            "cpu": tree_cpu_seconds() - cpu, "jobs": newest_job() - jobs})
+        workload = (f"`{stream.spec}` as `canal-json` {OPTIONS}: {stream.messages:,} messages on eight partitions")
+    finally:
+        spark.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
+    return batches, workload
+
+
+def section(command: str, batches: list[dict[str, Any]], workload: str, loads: tuple[str, str]) -> str:
+    rows = "\n".join(f"| {b['batch']} | {b['records']:,} | {b['changes']:,} | {b['tables']} | {b['seconds']:.1f} | "
+                     f"{b['cpu']:.1f} | {b['jobs']} |" for b in batches)
+    median = statistics.median(b["seconds"] for b in batches)
+    verdict = "met" if median <= TARGET_S else "**not met**"
+    heading = "  \n".join([
+        f"Command: `{command}`",
+        f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"Machine: {machine()}; Spark `local[2]`; load average {loads[0]} (1 min) at the start, {loads[1]} at the end",
+        f"Workload: {workload}. Each batch timed from its state load to its state commit (`Replicator.step`), after "
+        "an untimed warm-up; CPU seconds are this process's and its children's (the JVM, Python workers)."])
+    return f"""{SECTION_START}
+## Fixed cost: batches of about a thousand changes over ten tables
+
+{heading}
+
+| batch | records | changes applied | tables | s | CPU s | Spark jobs |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+{rows}
+
+Median batch {median:.1f} s, target ≤ {TARGET_S:g} s: {verdict}.
+{SECTION_END}"""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=6000, help="row events of the stream, about (default 6000)")
+    parser.add_argument("--max-batch-records", type=int, default=1100, help="records per batch (default 1100)")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    start_load = load_average()
+    batches, workload = run(args.events, args.max_batch_records)
+    text = section(command_line("fixed_cost.py", argv), batches, workload, (start_load, load_average()))
+    publish(text, ROOT / "BENCHMARKS.md", SECTION_START, SECTION_END, not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
