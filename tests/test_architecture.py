@@ -188,9 +188,10 @@ def test_the_pipeline_does_not_import_the_workload(module: str) -> None:
 # --- the sink seam ----------------------------------------------------------------------------------
 
 # The pipeline writes through cdclake.sinks.base.Sink. Who may name the Iceberg sink's modules outside it:
-# the Replicator, whose default sink it is, status (which reads that sink's tables), and the comparison
-# of Iceberg tables with the simulator's (verify).
-ICEBERG_SINK_USERS = frozenset({"cdclake.spark.replicate", "cdclake.spark.status", "cdclake.spark.verify"})
+# the Replicator, whose default sink it is, status (which reads that sink's tables), maintain (which compacts
+# them), and the comparison of Iceberg tables with the simulator's (verify).
+ICEBERG_SINK_USERS = frozenset({"cdclake.spark.replicate", "cdclake.spark.status", "cdclake.spark.maintain",
+                                "cdclake.spark.verify"})
 # What a sink may use of the pipeline: the job's progress and the change records' columns.
 PIPELINE_FOR_SINKS = frozenset({"cdclake.spark.progress", "cdclake.spark.changes"})
 

@@ -88,3 +88,13 @@ def test_unsupported_ddl_is_read_from_the_file_and_a_flag_wins(tmp_path: Path) -
     path.write_text(path.read_text().replace('"skip"', '"ignore"'))
     with pytest.raises(OptionError, match="unsupported-ddl must be one of stop, skip, apply-supported, got 'ignore'"):
         job_settings(merged(read_toml(path), {}))
+
+
+def test_the_compaction_cadence_is_read_and_a_negative_one_refused(tmp_path: Path) -> None:
+    path = _job(tmp_path, f'captured = "{tmp_path}"', "compact-every-s = 600")
+    assert job_settings(merged(read_toml(path), {})).replicate.compact_every_s == 600.0
+    default = _job(tmp_path, f'captured = "{tmp_path}"')
+    assert job_settings(merged(read_toml(default), {})).replicate.compact_every_s == 3600.0
+    path = _job(tmp_path, f'captured = "{tmp_path}"', "compact-every-s = -1")
+    with pytest.raises(OptionError, match=r"compact-every-s=-1.0: must not be negative \(0: never\)"):
+        job_settings(merged(read_toml(path), {}))

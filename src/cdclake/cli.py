@@ -7,7 +7,8 @@ every message went through, 1 when some did not (the rest still did) or, for ``d
 protocol rows still wait for their table's schema at the end of the input, 2 for a wrong command line.
 ``capture`` saves Kafka topics as captured topics; ``replicate`` and ``demo`` (in
 :mod:`cdclake.cli_replicate`) run the replication job, ``status`` (:mod:`cdclake.cli_status`) reports
-on it; ``transcode`` and ``produce`` (in :mod:`cdclake.cli_transcode`) the encoding side.
+on it, ``maintain`` (:mod:`cdclake.cli_maintain`) compacts its tables; ``transcode`` and ``produce``
+(in :mod:`cdclake.cli_transcode`) the encoding side.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from rich.text import Text
 
 from cdclake import samples
 from cdclake.claimcheck import HandleKeyOnlyError, decoder_for
+from cdclake.cli_maintain import maintain
 from cdclake.cli_replicate import demo, replicate
 from cdclake.cli_status import status
 from cdclake.cli_transcode import produce, transcode
@@ -483,6 +485,7 @@ def capture(
 # The short help of each command in the command list: click would cut a docstring's first sentence.
 app.command(short_help="Keep Iceberg tables in step with a TiCDC or DataWorks stream.")(replicate)
 app.command(short_help="Show what a replication job has applied, and its lag.")(status)
+app.command(short_help="Compact a job's mirror tables and expire old snapshots.")(maintain)
 app.command(short_help="Simulate, stream, replicate and verify a database, all locally.")(demo)
 app.command(short_help="Transcode a stream from one format to another on Spark.")(transcode)
 app.command(short_help="Send a simulated upstream's stream in a format to a topic.")(produce)

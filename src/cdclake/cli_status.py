@@ -30,13 +30,15 @@ from cdclake.sources.ranges import Source
 
 _console = Console(stderr=True, highlight=False)
 
+NamespaceOption = Annotated[str | None, typer.Option("--namespace", metavar="NAME", help="The namespace of the "
+                                                     "job's own tables (default: cdclake).")]
+
 
 def status(
     config: ConfigOption = None,
     warehouse: WarehouseOption = None,
     catalog: CatalogOption = None,
-    namespace: Annotated[str | None, typer.Option("--namespace", metavar="NAME", help="The namespace of the "
-                                                  "job's own tables (default: cdclake).")] = None,
+    namespace: NamespaceOption = None,
     sink: SinkOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="The report as one JSON object on standard output "
                                           "(its fields: cdclake/status.py).")] = False,

@@ -40,6 +40,7 @@
     parallel-tables = 4                      # MERGEs side by side, sharing spark.sql.shuffle.partitions
     schema-wait-s = 600                      # how long a Simple row may wait for its schema (upstream time)
     expire-snapshots-every-s = 3600          # Iceberg's expire_snapshots on the job's tables (0: never)
+    compact-every-s = 3600                   # mirrors with delete files compacted (0: never; cdclake maintain)
 
 Each value must be of its key's kind, or the file is refused naming the file, section and key: a list
 stays a list even of one (``topics = "shop"`` is an error, not the topic ``shop``), a number is not
@@ -76,7 +77,8 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "batch": {"max-records": _INTEGER, "interval-s": _NUMBER, "unresolved-tail": _TEXT, "on-bad-message": _TEXT,
               "incompatible-type-change": _TEXT, "fill-added-columns": _BOOLEAN, "unsupported-ddl": _TEXT,
               "write-mode": _TEXT,
-              "parallel-tables": _INTEGER, "schema-wait-s": _NUMBER, "expire-snapshots-every-s": _NUMBER},
+              "parallel-tables": _INTEGER, "schema-wait-s": _NUMBER, "expire-snapshots-every-s": _NUMBER,
+              "compact-every-s": _NUMBER},
 }
 
 
@@ -178,6 +180,7 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
         parallel_tables=int(batch.get("parallel-tables", 4)),
         schema_wait_s=float(batch.get("schema-wait-s", 600.0)),
         expire_snapshots_every_s=float(batch.get("expire-snapshots-every-s", 3600.0)),
+        compact_every_s=float(batch.get("compact-every-s", 3600.0)),
         sink=sections.get("sink", {}).get("url"),
     )
     master = lake.get("master", "local[2]")

@@ -101,6 +101,18 @@ class TableComparison:
         return not (self.missing or self.unexpected or self.column_differences) and self.lake_rows == self.expected_rows
 
 
+@dataclass(frozen=True)
+class Compaction:
+    """What compacting one table did: its delete files (which readers merge into its rows) before and
+    after, and the data files rewritten with their deletes applied and the files written instead."""
+
+    table: str
+    delete_files_before: int
+    delete_files_after: int
+    data_files_rewritten: int
+    data_files_added: int
+
+
 class Sink(Protocol):
     """A store for a replication job's tables and progress. ``target`` names one of its tables as
     :meth:`target` made it; the pipeline keeps that name in the job state (``TableState.lake_table``)."""
@@ -164,6 +176,11 @@ class Sink(Protocol):
 
     def maintain(self, targets: Sequence[str]) -> None:
         """The store's upkeep for ``targets`` and the job's own tables (snapshot expiry, say)."""
+
+    def compact(self, targets: Sequence[str]) -> list[Compaction]:
+        """Rewrite those of ``targets`` whose changes lie in files readers must merge (Iceberg's delete
+        files) so they no longer do, their rows unchanged; what was done to each table rewritten. No
+        :class:`Step` is stored: :meth:`last_step` still returns the newest step of a batch."""
 
 
 class StatusReader(Protocol):

@@ -106,6 +106,7 @@ class ReplicateConfig:
     parallel_tables: int = 4
     schema_wait_s: float = 600.0
     expire_snapshots_every_s: float = 3600.0
+    compact_every_s: float = 3600.0
     sink: str | None = None
 
     def __post_init__(self) -> None:
@@ -120,9 +121,10 @@ class ReplicateConfig:
             raise OptionError(f"max-batch-records={self.max_batch_records}: must be at least 1")
         if self.schema_wait_s < 0:
             raise OptionError(f"schema-wait-s={self.schema_wait_s}: must not be negative")
-        if self.expire_snapshots_every_s < 0:
-            raise OptionError(f"expire-snapshots-every-s={self.expire_snapshots_every_s}: must not be negative "
-                              "(0: never)")
+        for name, every in (("expire-snapshots-every-s", self.expire_snapshots_every_s),
+                            ("compact-every-s", self.compact_every_s)):
+            if every < 0:
+                raise OptionError(f"{name}={every}: must not be negative (0: never)")
         for name, pattern in (("include", self.include), ("exclude", self.exclude)):
             if pattern is not None:
                 try:
@@ -166,7 +168,7 @@ class Replicator:
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
         self._paces = PaceTracker()
-        self._expired_at = time.monotonic()
+        self._upkeep_at = dict.fromkeys(("compacted", "expired"), time.monotonic())
 
     # --- the loop -------------------------------------------------------------------------------------
 
@@ -203,7 +205,7 @@ class Replicator:
         apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
         decoded = self._decode(ranges, state)
         self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, apply_all, report)
-        self._expire_snapshots_if_due(state)
+        self._upkeep_if_due(state)
         return self._finished(report, state, extents, started)
 
     def _observe_paces(self, state: JobState) -> None:
@@ -257,7 +259,7 @@ class Replicator:
             self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, False, report)
         finally:
             frame.unpersist()
-        self._expire_snapshots_if_due(state)
+        self._upkeep_if_due(state)
         return self._finished(report, state, extents, started)
 
     @staticmethod
@@ -268,14 +270,23 @@ class Replicator:
         report.seconds = time.monotonic() - started
         return report
 
-    def _expire_snapshots_if_due(self, state: JobState) -> None:
-        """The sink's upkeep (Iceberg: snapshot expiry) of every table the job writes, once per
-        ``expire_snapshots_every_s``."""
-        every = self.config.expire_snapshots_every_s
-        if not every or time.monotonic() - self._expired_at < every:
-            return
-        self.sink.maintain([known.lake_table for known in state.tables.values()])
-        self._expired_at = time.monotonic()
+    def _upkeep_if_due(self, state: JobState) -> None:
+        """The sink's upkeep of the tables the job writes, between batches, each on its own clock: the
+        tables compacted once per ``compact_every_s``, snapshots expired once per ``expire_snapshots_every_s``
+        (after a compaction, so the files it replaced go once they are old enough)."""
+        targets = [known.lake_table for known in state.tables.values()]
+        if self._due("compacted", self.config.compact_every_s):
+            self.sink.compact(targets)
+        if self._due("expired", self.config.expire_snapshots_every_s):
+            self.sink.maintain(targets)
+
+    def _due(self, upkeep: str, every: float) -> bool:
+        """Whether ``every`` seconds (0: never) have passed since ``upkeep`` last ran; if so, it runs now."""
+        now = time.monotonic()
+        if not every or now - self._upkeep_at[upkeep] < every:
+            return False
+        self._upkeep_at[upkeep] = now
+        return True
 
     # --- one batch ------------------------------------------------------------------------------------
 

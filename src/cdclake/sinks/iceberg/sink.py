@@ -4,8 +4,9 @@ one Spark catalog.
 Exactly once, as :mod:`cdclake.sinks.base` asks it: every MERGE, append and TRUNCATE carries its batch
 and step in its snapshot's summary (``cdclake.batch``, ``cdclake.step``, ``cdclake.resolved-ts``), in the
 same atomic commit as its rows (:mod:`.commit` for SQL statements), and :meth:`IcebergSink.last_step`
-reads the newest summary back. The state is one table replaced by one overwrite commit (:mod:`.state`).
-DDL steps look at the table first (:mod:`.evolution` plans against its columns as they are).
+reads the newest such summary back (a compaction, :mod:`.compaction`, commits without one). The state
+is one table replaced by one overwrite commit (:mod:`.state`). DDL steps look at the table first
+(:mod:`.evolution` plans against its columns as they are).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.lake import quote
 from cdclake.schema.policy import EvolutionPolicy
-from cdclake.sinks.base import Step
-from cdclake.sinks.iceberg import catalogs, evolution, state, tables
+from cdclake.sinks.base import Compaction, Step
+from cdclake.sinks.iceberg import catalogs, compaction, evolution, state, tables
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.progress import JobState
 from cdclake.types import MySQLType
@@ -140,6 +141,13 @@ class IcebergSink:
         only old snapshots hold (the state table is replaced each batch) would grow without bound."""
         for table in (*(self.job_table(name) for name in ("state", "changelog", "dead_letters")), *targets):
             tables.expire_snapshots(self.spark, self.catalog, table)
+
+    def compact(self, targets: Sequence[str]) -> list[Compaction]:
+        """Each of ``targets`` that holds delete files compacted (:mod:`.compaction`); a table since
+        dropped is passed over. The job's own tables are only appended to or replaced: nothing to compact."""
+        done = (compaction.compact(self.spark, self.catalog, target) for target in targets
+                if tables.table_exists(self.spark, target))
+        return [found for found in done if found is not None]
 
     def table_status(self, target: str) -> dict[str, Any]:
         last = self.spark.sql(f"SELECT committed_at FROM {target}.snapshots "

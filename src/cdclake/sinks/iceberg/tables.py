@@ -64,8 +64,11 @@ def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings:
 
 
 def last_step(spark: SparkSession, ident: str) -> tuple[int, int]:
-    """(batch, step) of the table's newest cdclake commit, (0, 0) if none."""
-    rows = spark.sql(f"SELECT summary FROM {ident}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()
+    """(batch, step) of the table's newest cdclake commit, (0, 0) if none. The newest snapshot that
+    carries a batch, not the newest snapshot: a compaction (:mod:`.compaction`) commits without one, and
+    read as (0, 0) it would make a recovering batch apply again the steps the table already holds."""
+    rows = spark.sql(f"SELECT summary FROM {ident}.snapshots WHERE summary[{sql_string(BATCH_PROPERTY)}] IS NOT NULL "
+                     "ORDER BY committed_at DESC LIMIT 1").collect()
     if not rows:
         return (0, 0)
     summary = rows[0]["summary"] or {}

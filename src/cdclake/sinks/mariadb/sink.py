@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.rows import changes_seen_in_rows
-from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Step
+from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step
 from cdclake.sinks.mariadb import statements
 from cdclake.sinks.mariadb.connection import MariaDBAddress, connect
 from cdclake.sinks.mariadb.loading import SinkError, load_frame, load_rows, net_rows
@@ -287,6 +287,10 @@ class MariaDBSink:
 
     def maintain(self, targets: Sequence[str]) -> None:
         """Nothing to do: InnoDB purges old row versions itself, and the state is one table of rows."""
+
+    def compact(self, targets: Sequence[str]) -> list[Compaction]:
+        """Nothing to do: an UPDATE or DELETE changes rows in place, and InnoDB purges what it leaves."""
+        return []
 
     # --- staging -----------------------------------------------------------------------------------------
 

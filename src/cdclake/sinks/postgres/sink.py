@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.rows import changes_seen_in_rows
-from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Step
+from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step
 from cdclake.sinks.postgres import statements
 from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, connect
 from cdclake.sinks.postgres.statements import ident, table_name
@@ -168,6 +168,10 @@ class PostgresSink:
 
     def maintain(self, targets: Sequence[str]) -> None:
         """Nothing to do: PostgreSQL's autovacuum keeps the tables, and the state is one table of rows."""
+
+    def compact(self, targets: Sequence[str]) -> list[Compaction]:
+        """Nothing to do: an UPDATE or DELETE rewrites rows in place, and autovacuum reclaims the rest."""
+        return []
 
     # --- staging -----------------------------------------------------------------------------------------
 
