@@ -20,7 +20,9 @@ inside one; the job then runs the same batch again from the same state. So:
 - :meth:`Sink.record_plan` is durable before it returns.
 - Each :meth:`Sink.write_changes` and :meth:`Sink.truncate_table` is atomic and stores its :class:`Step`
   with the rows, in the same transaction; :meth:`Sink.last_step` returns the newest step stored, so the
-  pipeline skips, on a re-run, every step at or below it.
+  pipeline skips, on a re-run, every step at or below it. The pipeline asks it under every name the
+  table goes by in the batch (the crash may have renamed it) and takes the newest, so a rename must keep
+  the table's steps with it (a sink that renames by copying carries the newest step into the copy).
 - The changelog and dead-letter appends store their batch likewise, and skip themselves when
   ``recovering`` finds that batch stored.
 - The DDL calls are idempotent: run again, they find their work done (a table created, a column added,

@@ -420,7 +420,7 @@ class Replicator:
         maybe_empty = known is None
         if known is None and work.bootstrap is not None:
             known = self._create(key, work.bootstrap)
-        done = self.sink.last_step(known.lake_table) if recovering and known is not None else (0, 0)
+        done = self._steps_done(work, known) if recovering else (0, 0)
         step = 0
         touched: dict[str, int] = {}
         table_net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
@@ -443,6 +443,16 @@ class Replicator:
         with lock:
             _register(state, work.key, known, resolved)
         return touched
+
+    def _steps_done(self, work: TableWork, known: TableState | None) -> tuple[int, int]:
+        """The newest step a crashed run of this batch stored for the table, under any name the table goes
+        by in the batch: the one it had, the one its rows or a CREATE give it, each one a RENAME gives it.
+        A re-run meets the table as the crash left it: made in this batch, or renamed already."""
+        names = {known.lake_table} if known is not None else set()
+        for database, table in [work.key, *((ddl.database, ddl.table) for _, ddl in work.ddls if ddl.table)]:
+            if self.naming.refusal(database, table) is None:
+                names.add(self._target(database, table))
+        return max((self.sink.last_step(name) for name in names), default=(0, 0))
 
     def _create(self, key: tuple[str, str], schema: TableSchema) -> TableState:
         target = self._target(*key)

@@ -20,6 +20,7 @@ from cdclake.schema.lake import quote
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sinks.base import Compaction, Step
 from cdclake.sinks.iceberg import catalogs, compaction, evolution, state, tables
+from cdclake.sinks.iceberg.commit import with_commit_properties
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.progress import JobState
 from cdclake.types import MySQLType
@@ -105,9 +106,14 @@ class IcebergSink:
 
     def rename_table(self, target: str, new_target: str) -> None:
         if not tables.table_exists(self.spark, new_target):
-            # Hadoop catalogs cannot rename: copy in one commit, then drop the old table.
-            self.spark.sql(f"CREATE TABLE {new_target} USING iceberg TBLPROPERTIES ('format-version'='2') "
-                           f"AS SELECT * FROM {target}")
+            # Hadoop catalogs cannot rename: copy in one commit, then drop the old table. The copy's commit
+            # carries the old table's newest step, as a renamed table's snapshots would: a batch re-run
+            # after a crash finds under the new name the steps it stored under the old one.
+            batch, step = tables.last_step(self.spark, target)
+            carried = _properties(Step(batch, step)) if batch else {}
+            with_commit_properties(self.spark, carried, lambda: self.spark.sql(
+                f"CREATE TABLE {new_target} USING iceberg TBLPROPERTIES ('format-version'='2') "
+                f"AS SELECT * FROM {target}"))
         self.drop_table(target)
 
     def drop_table(self, target: str) -> None:
