@@ -18,6 +18,7 @@ from cdclake.workload import Workload, WorkloadSpec, produce, write_captured
 from tests.catalogs import LocalPostgres
 from tests.spark.crashing import run_replicate
 from tests.spark.jobs import Job, row_changes
+from tests.spark.test_replicate import FORMATS, _format
 
 OPTIONS = {"enable-tidb-extension": True}
 
@@ -43,12 +44,13 @@ def _replicate(spark: Any, postgres: LocalPostgres, tmp_path: Path, prefix: str,
     return workload, stream, job, reports
 
 
-@pytest.mark.parametrize(("format_name", "options"), [("canal-json", OPTIONS), ("dataworks", {})])
+@pytest.mark.parametrize("case", FORMATS)
 def test_a_replicated_workload_equals_the_upstream_in_postgresql(spark: Any, postgres: LocalPostgres, tmp_path: Path,
-                                                                 format_name: str, options: dict[str, Any]) -> None:
+                                                                 case: str) -> None:
     # DDLs of every kind the simulator makes (ADD/DROP/RENAME/MODIFY COLUMN, TRUNCATE, CREATE TABLE ... LIKE,
-    # RENAME and DROP TABLE), in three batches, each delivered twice.
-    prefix = f"to_pg_{format_name.replace('-', '_')}"
+    # RENAME and DROP TABLE), in three batches, each delivered twice; every format.
+    format_name, options = _format(case), FORMATS[case]
+    prefix = f"to_pg_{case.replace('-', '_')}"
     workload, stream, job, reports = _replicate(spark, postgres, tmp_path, prefix, format_name, options,
                                                 WorkloadSpec(seed=23, transactions=30, rename_table=True,
                                                              drop_table=True, create_table_like=True,

@@ -304,18 +304,26 @@ class Ordering:
 def net_changes(changes: DataFrame, groups: Sequence[str] = ()) -> DataFrame:
     """One record per key and group (the ``groups`` columns kept, say a batch's table and segment): the
     last change of it, as (``_key``, ``_op``, ``_image``). Copies of a change need not be dropped first:
-    whichever copy comes last, its image is the same."""
+    whichever copy comes last, its image is the same.
+
+    Last by commit ts, then, for a format without one, by the order it carries (``sequence``: Canal's
+    ``es``, DataWorks' ``sequenceId``), and only then by place in Kafka: a range TiCDC re-sends puts a
+    change's copy after the later changes of its key, and a copy whose first delivery an earlier batch
+    applied is not dropped as a copy (it is at the newest sequence that batch applied, which may be
+    shared)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    order = [F.col("commit_ts"), F.col("partition"), F.col("offset"), F.col("index")]
+    order = [F.col("commit_ts"), F.col("sequence").cast("decimal(38,0)").alias("_sequence"), F.col("partition"),
+             F.col("offset"), F.col("index")]
     new_key = F.struct(F.col("key").alias("k"), F.col("op").alias("op"),
                        F.coalesce(F.col("after"), F.col("before")).alias("image"))
     old_key = F.when(F.col("old_key").isNotNull(),
                      F.struct(F.col("old_key").alias("k"), F.lit("delete").alias("op"), F.col("before").alias("image")))
     exploded = (changes.select(*groups, F.explode(F.array(new_key, old_key)).alias("c"), *order)
                 .filter("c IS NOT NULL"))
-    newest_first = Window.partitionBy(*groups, "c.k").orderBy(*[column.desc_nulls_last() for column in order])
+    newest_first = Window.partitionBy(*groups, "c.k").orderBy(
+        *[F.col(name).desc_nulls_last() for name in ("commit_ts", "_sequence", "partition", "offset", "index")])
     return (exploded.withColumn("_rank", F.row_number().over(newest_first)).filter("_rank = 1")
             .select(*groups, F.col("c.k").alias("_key"), F.col("c.op").alias("_op"), F.col("c.image").alias("_image")))
 
