@@ -60,6 +60,8 @@ from cdclake.spark.ordering import Facts, Ordering, net_changes
 from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.spark.refusals import refuse_tables
+from cdclake.spark.reporting import BatchReport as BatchReport  # where callers have long imported it from
+from cdclake.spark.reporting import ProgressListener, ProgressTracker, counting, read_counter, watching
 from cdclake.spark.tasks import one_task_each
 from cdclake.types import MySQLType
 
@@ -138,27 +140,14 @@ class ReplicateConfig:
         return Naming(self.namespace, self.target_namespace, self.table_mapping)
 
 
-@dataclass
-class BatchReport:
-    """What one batch did, for the live display and the logs."""
-
-    batch: int
-    records: int = 0
-    changes_applied: int = 0
-    dead_letters: int = 0
-    resolved_ts: int | None = None
-    tables: dict[str, int] = field(default_factory=dict)
-    lag: dict[tuple[str, int], int] = field(default_factory=dict)
-    seconds: float = 0.0
-
-
 class Replicator:
     """Replicates ``source`` into the catalog's tables: :meth:`run` loops, :meth:`step` runs one batch
     it plans itself. :meth:`apply_query_batch` applies a batch a streaming query hands in instead (the
-    engine of :class:`cdclake.spark.ChangeApplier`); ``source`` may then be None."""
+    engine of :class:`cdclake.spark.ChangeApplier`); ``source`` may then be None. ``on_progress`` hears
+    each batch move on while it runs (:mod:`cdclake.spark.reporting`)."""
 
     def __init__(self, spark: SparkSession, source: Source | None, config: ReplicateConfig,
-                 sink: Sink | None = None) -> None:
+                 sink: Sink | None = None, on_progress: ProgressListener | None = None) -> None:
         self.spark, self.source, self.config = spark, source, config
         self.codec = get_codec(config.format)
         self.options = self.codec.resolve(config.format_options)
@@ -168,6 +157,8 @@ class Replicator:
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
         self._paces = PaceTracker()
+        self._progress = ProgressTracker(on_progress)
+        self._read_counter = read_counter(spark)
         self._upkeep_at = dict.fromkeys(("compacted", "expired"), time.monotonic())
 
     # --- the loop -------------------------------------------------------------------------------------
@@ -201,6 +192,7 @@ class Replicator:
             self.sink.record_plan(ranges, batch, None)
             killpoints.reached("planned")
         report = BatchReport(batch)
+        self._progress.start(batch, sum(r.size for r in ranges))
         # Nothing left to read while finishing: the tail above the resolved ts is applied if asked.
         apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
         decoded = self._decode(ranges, state)
@@ -256,6 +248,7 @@ class Replicator:
             extents = {(r.topic, r.partition): PartitionExtent(r.start, r.end) for r in ranges}
             state.streams[app_id] = batch_id
             report = BatchReport(batch)
+            self._progress.start(batch, sum(r.size for r in ranges))
             self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, False, report)
         finally:
             frame.unpersist()
@@ -301,7 +294,10 @@ class Replicator:
         # batches already, and PySpark's MEMORY_AND_DISK serializes those again (BENCHMARKS.md).
         cached = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
-            facts = Facts.of(cached, sequences=not self.ordering.watermarks)
+            self._read_counter.value = (0, 0)
+            with watching(self._read_counter, self._progress):
+                facts = Facts.of(cached, sequences=not self.ordering.watermarks)
+            self._progress.ordering(facts.rows)
             decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
             killpoints.reached("decoded")
             report.records = sum(r.size for r in ranges)
@@ -326,6 +322,7 @@ class Replicator:
                 applicable.unpersist()
             self._carry_on(state, facts, ranges)
             state.plan = []
+            self._progress.committing()
             self.sink.commit(state, batch, None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES))
             killpoints.reached("committed")
         finally:
@@ -336,6 +333,7 @@ class Replicator:
         """The changelog, the dead letters and every table's changes of the batch, written to the sink."""
         work, unfollowed = self.planner.plan_tables(applicable, facts, state, resolved)
         report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
+        self._progress.applying(len(work))
         if report.changes_applied:
             self.sink.append_changelog(applicable, batch, recovering)
         killpoints.reached("changelog")
@@ -360,8 +358,8 @@ class Replicator:
                  for r in ranges]
         source, format_name, options = self.source, self.config.format, dict(self.options)
         assert source is not None, "step() plans only with a source"
-        return one_task_each(self.spark, tasks, lambda mine: decode_tasks(source, format_name, options, mine),
-                             CHANGE_DDL)
+        work = counting(lambda mine: decode_tasks(source, format_name, options, mine), self._read_counter)
+        return one_task_each(self.spark, tasks, work, CHANGE_DDL)
 
     # --- applying -------------------------------------------------------------------------------------
 
@@ -383,6 +381,7 @@ class Replicator:
             touched = self._apply_table(state, table_work, net, batch, recovering, resolved, lock)
             with lock:
                 report.tables.update(touched)
+            self._progress.table_done(".".join(table_work.key))
 
         # A RENAME TABLE touches two tables' work: then one table after the other, in DDL order.
         renames = any(ddl.kind is DdlKind.RENAME_TABLE for table_work in work.values() for _, ddl in table_work.ddls)
