@@ -34,23 +34,22 @@ from cdclake.formats import get_codec
 from cdclake.model import Ddl, DdlKind, TableSchema
 from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy, stop_at_bad_message
 from cdclake.schema.ddl.changes import (
-    AddColumn,
     CreateTable,
-    DropColumn,
     DropDatabase,
     DropTable,
-    RenameColumn,
     RenameTable,
     SchemaChange,
     TruncateTable,
+    changes_not_made,
     schema_after,
 )
 from cdclake.schema.following import changes_to_apply
+from cdclake.schema.layout import LayoutRule, TableLayout, layout_for
 from cdclake.schema.names import Naming
 from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
 from cdclake.sinks import check_url as check_sink_url
 from cdclake.sinks import open_sink
-from cdclake.sinks.base import Sink, Step
+from cdclake.sinks.base import Sink, Step, refuse_layout
 from cdclake.sinks.iceberg.sink import IcebergSink
 from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, Source, plan_ranges
 from cdclake.spark import killpoints, records
@@ -90,6 +89,7 @@ class ReplicateConfig:
     has nothing more: ``keep`` them for a later run (transactionally consistent), or ``apply`` them.
     ``sink`` is a database's URL (:data:`cdclake.sinks.SINKS`), where the tables and the job's own go
     instead of Iceberg tables of ``catalog``; ``namespace`` is then the database schema of the job's own.
+    ``layouts`` partition the Iceberg mirrors and set their properties (:mod:`cdclake.schema.layout`).
     """
 
     format: str
@@ -110,12 +110,15 @@ class ReplicateConfig:
     expire_snapshots_every_s: float = 3600.0
     compact_every_s: float = 3600.0
     sink: str | None = None
+    layouts: tuple[LayoutRule, ...] = ()
 
     def __post_init__(self) -> None:
         # A wrong format or option name is refused here, before a session or a table is touched.
         get_codec(self.format).resolve(self.format_options)
         if self.sink is not None:
             check_sink_url(self.sink)
+            for rule in self.layouts:
+                refuse_layout(rule.layout)
         if self.unresolved_tail not in TAIL_CHOICES:
             raise OptionError(f"unresolved-tail={self.unresolved_tail!r}: one of {', '.join(TAIL_CHOICES)}")
         check_bad_message_policy(self.on_bad_message)
@@ -134,6 +137,9 @@ class ReplicateConfig:
                 except re.error as exc:
                     raise OptionError(f"{name}={pattern!r}: not a regular expression: {exc}") from None
         self.naming().check()
+
+    def layout_for(self, database: str, table: str) -> TableLayout | None:
+        return layout_for(self.layouts, database, table)
 
     def naming(self) -> Naming:
         """Where the job puts each upstream table, and which it refuses (:mod:`cdclake.schema.names`)."""
@@ -159,6 +165,7 @@ class Replicator:
         self._paces = PaceTracker()
         self._progress = ProgressTracker(on_progress)
         self._read_counter = read_counter(spark)
+        self._laid_out = False
         self._upkeep_at = dict.fromkeys(("compacted", "expired"), time.monotonic())
 
     # --- the loop -------------------------------------------------------------------------------------
@@ -176,6 +183,7 @@ class Replicator:
                               "apply_query_batch")
         started = time.monotonic()
         state, pending = self.sink.load_state()
+        self._lay_out_at_start(state)
         batch = state.batch + 1
         recovering = bool(state.plan)
         extents = self.source.extents()
@@ -200,6 +208,16 @@ class Replicator:
         self._upkeep_if_due(state)
         return self._finished(report, state, extents, started)
 
+    def _lay_out_at_start(self, state: JobState) -> None:
+        """Once, before the job's first batch: the mirrors it has laid out as the job file asks now."""
+        if self._laid_out:
+            return
+        for (database, table), known in state.tables.items():
+            layout = self.config.layout_for(database, table)
+            if layout is not None:
+                self.sink.apply_layout(known.lake_table, known.schema, layout)
+        self._laid_out = True
+
     def _observe_paces(self, state: JobState) -> None:
         """Tell the planner how far each partition has got, in the order the format carries."""
         for tp, position in state.positions.items():
@@ -221,6 +239,7 @@ class Replicator:
 
         started = time.monotonic()
         state, pending = self.sink.load_state()
+        self._lay_out_at_start(state)
         if batch_id <= state.streams.get(app_id, -1):
             return None
         recovering = bool(state.plan)
@@ -445,7 +464,7 @@ class Replicator:
 
     def _create(self, key: tuple[str, str], schema: TableSchema) -> TableState:
         target = self._target(*key)
-        self.sink.create_table(target, schema)
+        self.sink.create_table(target, schema, self.config.layout_for(*key))
         return TableState(schema, target)
 
     def _evolve_for_rows(self, key: tuple[str, str], known: TableState | None, segment: Segment) -> TableState:
@@ -460,7 +479,7 @@ class Replicator:
         return known
 
     def _evolve(self, known: TableState, changes: list[SchemaChange]) -> TableState:
-        changes = _not_made_yet(known.schema, changes)
+        changes = changes_not_made(known.schema, changes)
         try:
             # The sink plans against the table as it is, not as the state remembers it: a batch re-run after
             # a crash finds its DDL already applied, and plans nothing.
@@ -505,6 +524,9 @@ class Replicator:
         schema = known.schema
         renamed = TableSchema(change.database, change.table, schema.columns, schema.indexes, schema.table_id,
                               schema.version)
+        layout = self.config.layout_for(change.database, change.table)
+        if layout is not None:
+            self.sink.apply_layout(target, renamed, layout)
         return TableState(renamed, target, known.applied_ts)
 
     def _target(self, database: str, table: str) -> str:
@@ -560,20 +582,3 @@ def _register(state: JobState, upstream: tuple[str, str], known: TableState | No
         state.tables.pop(upstream, None)
         if resolved is not None:
             state.gone[upstream] = resolved
-
-
-def _not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[SchemaChange]:
-    """The column changes ``schema`` does not show yet: a DDL delivered again (at-least-once) or a
-    column its rows brought in before the ADD COLUMN arrived is not made twice."""
-    names = {c.name.lower() for c in schema.columns}
-    kept: list[SchemaChange] = []
-    for change in changes:
-        if isinstance(change, AddColumn) and change.column.name.lower() in names:
-            continue
-        if isinstance(change, DropColumn) and change.name.lower() not in names:
-            continue
-        if isinstance(change, RenameColumn) and (change.old.lower() not in names or change.new.lower() in names):
-            continue
-        kept.append(change)
-        names = {c.name.lower() for c in (schema_after(schema, kept) or schema).columns}
-    return kept
