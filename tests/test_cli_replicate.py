@@ -93,6 +93,8 @@ def test_the_progress_line_says_the_phase_the_records_read_and_the_tables_writte
     assert progress_line(applying) == (
         "batch 7: applying, 5000 of 5000 records read, 4100 changes decoded, 3 of 10 tables written "
         "(last: shop.orders)")
+    nothing = BatchProgress(7, "applying", 2, 2, 0)
+    assert progress_line(nothing) == "batch 7: applying, 2 of 2 records read, 0 changes decoded"
     committing = BatchProgress(7, "committing", 1, 1, 1, tables=1, tables_done=1, last_table="shop.items")
     assert progress_line(committing) == (
         "batch 7: committing, 1 of 1 record read, 1 change decoded, 1 of 1 table written (last: shop.items)")

@@ -265,10 +265,10 @@ class _LiveDisplay:
 
 def progress_line(now: BatchProgress) -> str:
     """One line of where the batch under way is: its phase, records read, changes decoded and, once it
-    writes them, its tables written."""
+    writes any, its tables written."""
     line = (f"batch {now.batch}: {now.phase}, {now.records_read} of {_counted(now.records, 'record')} read, "
             f"{_counted(now.changes_decoded, 'change')} decoded")
-    if now.phase in ("applying", "committing"):
+    if now.tables:
         last = f" (last: {now.last_table})" if now.last_table else ""
         line += f", {now.tables_done} of {_counted(now.tables, 'table')} written{last}"
     return line

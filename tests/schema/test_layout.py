@@ -13,6 +13,10 @@ from cdclake.errors import OptionError
 from cdclake.jobconfig import job_settings, merged, read_toml
 from cdclake.model import ColumnSchema, TableSchema
 from cdclake.schema.layout import LayoutError, PartitionField, TableLayout, layout_for, layout_rule
+from cdclake.sinks.mariadb.connection import parse as mariadb_address
+from cdclake.sinks.mariadb.sink import MariaDBSink
+from cdclake.sinks.postgres.connection import parse as postgres_address
+from cdclake.sinks.postgres.sink import PostgresSink
 from cdclake.spark.replicate import ReplicateConfig
 from cdclake.types import MySQLType
 
@@ -146,7 +150,18 @@ def test_a_pattern_that_is_no_regular_expression_is_refused() -> None:
 
 
 def test_a_database_sink_takes_no_layout() -> None:
-    with pytest.raises(LayoutError, match=r'^\[tables."shop.\*"\]: partition-by and properties lay out Iceberg '
-                                          "tables; a database sink"):
+    """Refused in the job's settings, and by the sinks themselves (handed to a Replicator directly),
+    before they touch their database."""
+    refusal = r'^\[tables."shop.\*"\]: partition-by and properties lay out Iceberg tables; a database sink'
+    layout = layout_for([layout_rule("shop.*", ["id"], {})], "shop", "orders")
+    assert layout is not None
+    with pytest.raises(LayoutError, match=refusal):
         ReplicateConfig("canal-json", sink="jdbc:postgresql://db:5432/mirror?password=secret",
                         layouts=(layout_rule("shop.*", ["id"], {}),))
+    sinks = (PostgresSink(None, postgres_address("jdbc:postgresql://db:5432/mirror")),  # type: ignore[arg-type]
+             MariaDBSink(None, mariadb_address("jdbc:mariadb://db:3306/mirror")))  # type: ignore[arg-type]
+    for sink in sinks:
+        with pytest.raises(LayoutError, match=refusal):
+            sink.create_table("mirror.orders", SCHEMA, layout)
+        with pytest.raises(LayoutError, match=refusal):
+            sink.apply_layout("mirror.orders", SCHEMA, layout)

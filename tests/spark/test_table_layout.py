@@ -1,8 +1,9 @@
 """Mirrors laid out as the job file asks (cdclake.schema.layout, cdclake.sinks.iceberg.layout): a mirror
 created with a layout has its partition spec and properties and still equals the upstream after
-batches of updates and deletes; an existing mirror gets the layout when the job starts (properties set,
-the partition spec evolved), and a second start changes nothing; a DDL that would drop a column the
-partition spec uses stops the job, naming the table, the column and what to do."""
+batches of updates and deletes, and gets another layout when the job starts again with it; an existing
+mirror gets a layout (properties set, the partition spec evolved) and a second start changes nothing;
+a DDL that would drop a column the partition spec uses stops the job, naming the table, the column and
+what to do."""
 
 from __future__ import annotations
 
@@ -52,6 +53,13 @@ def test_a_mirror_created_with_a_layout_has_it_and_equals_the_upstream(spark: An
             assert partition_fields(spark, job.lake_name(database, table)) == []
     expected = workload.oracle().carried("canal-json", stream.codec_options).tables
     assert ("shop", "customers") in expected
+    assert lake_differences(spark, job, expected) == []
+
+    # The job started again with another layout: the mirror gets it before anything is read.
+    again = (layout_rule("shop[.]customers", ["bucket(8, id)"], {"commit.retry.num-retries": "9"}),)
+    assert Replicator(spark, CapturedTopics(tmp_path), job.config(layouts=again)).step(finishing=True) is None
+    assert partition_fields(spark, customers) == [PartitionField("bucket", "id", 8)]
+    assert table_properties(spark, customers)["commit.retry.num-retries"] == "9"
     assert lake_differences(spark, job, expected) == []
 
 
