@@ -1,9 +1,9 @@
 """Mirrors laid out as the job file asks (cdclake.schema.layout, cdclake.sinks.iceberg.layout): a mirror
 created with a layout has its partition spec and properties and still equals the upstream after
 batches of updates and deletes, and gets another layout when the job starts again with it; an existing
-mirror gets a layout (properties set, the partition spec evolved) and a second start changes nothing;
-a DDL that would drop a column the partition spec uses stops the job, naming the table, the column and
-what to do."""
+mirror gets a layout (properties set, the partition spec evolved), a second start changes nothing, and
+a rename keeps it; a DDL that would drop a column the partition spec uses stops the job, naming the
+table, the column and what to do."""
 
 from __future__ import annotations
 
@@ -97,3 +97,10 @@ def test_an_existing_mirror_gets_the_layout_once_and_keeps_its_partition_columns
     assert [f.name for f in spark.table(target).schema.fields] == ["id", "region", "at"]
     sink.evolve_table(target, SCHEMA, [DropColumn("id")])  # not a partition column: dropped
     assert [f.name for f in spark.table(target).schema.fields] == ["region", "at"]
+
+    renamed = sink.target(namespace, "visits_renamed")
+    sink.rename_table(target, renamed)  # a copy in a Hadoop catalog: partitioning and properties kept
+    assert partition_fields(spark, renamed) == [PartitionField("identity", "region"), PartitionField("months", "at")]
+    kept = table_properties(spark, renamed)
+    assert (kept["read.split.target-size"], kept["write.merge.mode"]) == ("1024", "merge-on-read")
+    assert spark.sql(f"SELECT region FROM {renamed}").collect()[0][0] == "eu"

@@ -7,6 +7,8 @@ TBLPROPERTIES``), and, when the layout says ``partition-by``, the partition spec
 field (``DROP PARTITION FIELD``, ``ADD PARTITION FIELD``). Iceberg's partition evolution rewrites no
 data: the files written before keep the spec they were written with, and readers plan over both.
 
+A mirror copied to rename it (:func:`copy_table`) keeps its partitioning and properties.
+
 Iceberg refuses to drop a column its current partition spec uses; an upstream DDL that drops one (or a
 type change rewritten through a new column) stops the job, naming the table, the column and what to do.
 """
@@ -43,6 +45,23 @@ def partition_fields(spark: SparkSession, ident: str) -> list[PartitionField]:
 
 def table_properties(spark: SparkSession, ident: str) -> dict[str, str]:
     return {row["key"]: row["value"] for row in spark.sql(f"SHOW TBLPROPERTIES {ident}").collect()}
+
+
+# What SHOW TBLPROPERTIES lists of an Iceberg table beside its own properties: the table's state, not
+# settings a copy may be created with.
+_STATE_PROPERTIES = ("current-snapshot-id", "format", "provider", "location", "owner", "sort-order",
+                     "identifier-fields")
+
+
+def copy_table(spark: SparkSession, ident: str, new_ident: str) -> None:
+    """``ident``'s rows as the new table ``new_ident``, in one commit, partitioned as ``ident`` is now
+    and with its properties: a rename where the catalog cannot rename (Hadoop catalogs)."""
+    fields = partition_fields(spark, ident)
+    properties = {name: value for name, value in table_properties(spark, ident).items()
+                  if name not in _STATE_PROPERTIES}
+    partitioned = f" PARTITIONED BY ({', '.join(f.sql() for f in fields)})" if fields else ""
+    listed = ", ".join(f"{sql_string(name)}={sql_string(value)}" for name, value in properties.items())
+    spark.sql(f"CREATE TABLE {new_ident} USING iceberg{partitioned} TBLPROPERTIES ({listed}) AS SELECT * FROM {ident}")
 
 
 def apply_layout(spark: SparkSession, ident: str, schema: TableSchema, layout: TableLayout) -> None:

@@ -114,8 +114,7 @@ class IcebergSink:
     def rename_table(self, target: str, new_target: str) -> None:
         if not tables.table_exists(self.spark, new_target):
             # Hadoop catalogs cannot rename: copy in one commit, then drop the old table.
-            self.spark.sql(f"CREATE TABLE {new_target} USING iceberg TBLPROPERTIES ('format-version'='2') "
-                           f"AS SELECT * FROM {target}")
+            mirror_layout.copy_table(self.spark, target, new_target)
         self.drop_table(target)
 
     def drop_table(self, target: str) -> None:
