@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 import cdclake.cli_replicate
 import cdclake.sources.kafka
 from cdclake.cli import app
-from cdclake.cli_replicate import DEAD_LETTERS_EXIT, run_summary
-from cdclake.spark.replicate import BatchReport
+from cdclake.cli_replicate import DEAD_LETTERS_EXIT, progress_line, run_summary
+from cdclake.spark.reporting import BatchProgress, BatchReport
 from tests.kafka import Kafka
 from tests.sources.test_capture import plain
 
@@ -86,17 +86,33 @@ def test_the_summary_counts_batches_records_changes_dead_letters_and_tables() ->
     )
 
 
-class _TwoBatches:
-    """A Replicator without Spark: two batches, each shown by the live display as it ends."""
+def test_the_progress_line_says_the_phase_the_records_read_and_the_tables_written() -> None:
+    reading = BatchProgress(7, "reading", records=5000, records_read=1200, changes_decoded=950)
+    assert progress_line(reading) == "batch 7: reading, 1200 of 5000 records read, 950 changes decoded"
+    applying = BatchProgress(7, "applying", 5000, 5000, 4100, tables=10, tables_done=3, last_table="shop.orders")
+    assert progress_line(applying) == (
+        "batch 7: applying, 5000 of 5000 records read, 4100 changes decoded, 3 of 10 tables written "
+        "(last: shop.orders)")
+    nothing = BatchProgress(7, "applying", 2, 2, 0)
+    assert progress_line(nothing) == "batch 7: applying, 2 of 2 records read, 0 changes decoded"
+    committing = BatchProgress(7, "committing", 1, 1, 1, tables=1, tables_done=1, last_table="shop.items")
+    assert progress_line(committing) == (
+        "batch 7: committing, 1 of 1 record read, 1 change decoded, 1 of 1 table written (last: shop.items)")
 
-    def __init__(self, *args: Any) -> None:
-        pass
+
+class _TwoBatches:
+    """A Replicator without Spark: two batches, each moving on while it runs and shown by the live
+    display as it ends."""
+
+    def __init__(self, *args: Any, on_progress: Callable[[BatchProgress], None]) -> None:
+        self.on_progress = on_progress
 
     def run(self, on_batch: Callable[[BatchReport], None], **kwargs: Any) -> list[BatchReport]:
         reports = [BatchReport(1, records=4, changes_applied=4, resolved_ts=10, tables={"shop.orders": 4}),
                    BatchReport(2, records=2, changes_applied=1, dead_letters=1, resolved_ts=20,
                                tables={"shop.items": 1})]
         for report in reports:
+            self.on_progress(BatchProgress(report.batch, "applying", report.records, report.records, 4, 1, 0))
             on_batch(report)
         return reports
 
@@ -138,7 +154,9 @@ def test_unsupported_ddl_reaches_the_job_and_a_wrong_value_is_a_usage_error(
     seen: list[Any] = []
 
     class Recording(_TwoBatches):
-        def __init__(self, spark: Any, source: Any, config: Any) -> None:
+        def __init__(self, spark: Any, source: Any, config: Any, on_progress: Callable[[BatchProgress], None]
+                     ) -> None:
+            super().__init__(on_progress=on_progress)
             seen.append(config)
 
     monkeypatch.setattr(cdclake.cli_replicate, "build_session", lambda *args, **kwargs: SimpleNamespace(

@@ -69,15 +69,22 @@ def test_a_warehouse_uri_stays_a_uri_and_jars_are_a_list(tmp_path: Path) -> None
         read_toml(path)
 
 
-def test_the_readme_catalog_examples_are_job_files(tmp_path: Path) -> None:
+def test_the_readme_examples_are_job_files(tmp_path: Path) -> None:
+    """The catalog examples set a catalog; the layout example lays out shop's tables."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     examples = [block.split("```", 1)[0] for block in readme.split("```toml\n")[1:]]
-    assert len(examples) >= 2
+    catalogs = [example for example in examples if "[lake]" in example]
+    assert len(catalogs) >= 2 and len(examples) == len(catalogs) + 1
     for number, example in enumerate(examples):
         path = tmp_path / f"example{number}.toml"
         path.write_text(f'[source]\ncaptured = "{tmp_path}"\n[format]\nname = "open"\n{example}')
         settings = job_settings(merged(read_toml(path), {}))
-        assert settings.spark_conf["spark.sql.catalog.lake.type"] in ("rest", "jdbc")
+        if example in catalogs:
+            assert settings.spark_conf["spark.sql.catalog.lake.type"] in ("rest", "jdbc")
+        else:
+            orders = settings.replicate.layout_for("shop", "orders")
+            assert orders is not None and orders.partition_by is not None and len(orders.partition_by) == 3
+            assert orders.properties and settings.replicate.layout_for("shopping", "orders") is None
 
 
 def test_unsupported_ddl_is_read_from_the_file_and_a_flag_wins(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ from cdclake.errors import CdclakeError
 from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
 from cdclake.spark.changes import decode_task_error
-from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, ReplicateConfig, Replicator
+from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig, Replicator
+from cdclake.spark.reporting import BatchProgress, BatchReport
 from cdclake.spark.session import build_session, new_log_file
 
 if TYPE_CHECKING:
@@ -169,10 +170,10 @@ def replicate(
     spark = cli_session(settings.master, verbose, catalog=settings.replicate.catalog, warehouse=settings.warehouse,
                         conf=settings.spark_conf, extra_jars=settings.jars)
     try:
-        replicator = Replicator(spark, settings.source, settings.replicate)
         stop = threading.Event()
         started = time.monotonic()
         with _stopping_on_signals(stop), _LiveDisplay() as display:
+            replicator = Replicator(spark, settings.source, settings.replicate, on_progress=display.progress)
             reports = replicator.run(once=once, interval_s=settings.interval_s, stop=stop, on_batch=display.update)
         typer.echo(run_summary(reports, time.monotonic() - started))
         dead = sum(report.dead_letters for report in reports)
@@ -211,12 +212,16 @@ def _stopping_on_signals(stop: threading.Event) -> Iterator[None]:
 
 
 class _LiveDisplay:
-    """A live table of the latest batch: events/s, resolved ts, lag per partition, tables touched."""
+    """A live table of the latest batch committed (events/s, resolved ts, lag per partition, tables
+    touched) under a line of the batch under way (:func:`progress_line`)."""
 
     def __init__(self, console: Console = _console) -> None:
         self._console = console
         self._live = Live(console=console, refresh_per_second=2, transient=False)
         self._shown = False
+        self._lock = threading.Lock()
+        self._last: Group | None = None  # the latest batch committed, rendered
+        self._under_way: str | None = None
 
     def __enter__(self) -> _LiveDisplay:
         self._live.__enter__()
@@ -229,7 +234,14 @@ class _LiveDisplay:
             # comes next (the run's summary, when stdout and stderr go to one file) would join it.
             self._console.line()
 
+    def progress(self, now: BatchProgress) -> None:
+        """The batch under way moved on (called from the job's threads)."""
+        with self._lock:
+            self._under_way = progress_line(now)
+            self._render()
+
     def update(self, report: BatchReport) -> None:
+        """A batch committed."""
         rate = report.records / report.seconds if report.seconds else 0.0
         head = Table.grid(padding=(0, 2))
         head.add_row(f"batch {report.batch}", f"{report.records} records in {report.seconds:.1f}s ({rate:,.0f}/s)",
@@ -241,8 +253,25 @@ class _LiveDisplay:
         touched = Table("table", "changes", title="tables touched")
         for name, count in sorted(report.tables.items()):
             touched.add_row(name, str(count))
-        self._live.update(Group(head, lag, touched))
+        with self._lock:
+            self._last, self._under_way = Group(head, lag, touched), None
+            self._render()
+
+    def _render(self) -> None:
+        parts = [part for part in (self._under_way, self._last) if part is not None]
+        self._live.update(Group(*parts))
         self._shown = True
+
+
+def progress_line(now: BatchProgress) -> str:
+    """One line of where the batch under way is: its phase, records read, changes decoded and, once it
+    writes any, its tables written."""
+    line = (f"batch {now.batch}: {now.phase}, {now.records_read} of {_counted(now.records, 'record')} read, "
+            f"{_counted(now.changes_decoded, 'change')} decoded")
+    if now.tables:
+        last = f" (last: {now.last_table})" if now.last_table else ""
+        line += f", {now.tables_done} of {_counted(now.tables, 'table')} written{last}"
+    return line
 
 
 def run_summary(reports: list[BatchReport], seconds: float) -> str:
@@ -314,7 +343,8 @@ def demo(
         started = time.monotonic()
         try:
             with _LiveDisplay() as display:
-                reports = Replicator(spark, source, config).run(once=True, on_batch=display.update)
+                replicator = Replicator(spark, source, config, on_progress=display.progress)
+                reports = replicator.run(once=True, on_batch=display.update)
         except CdclakeError as exc:
             _console.print(f"[bold red]error[/]: {exc}")
             raise typer.Exit(1) from None

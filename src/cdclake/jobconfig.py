@@ -28,6 +28,10 @@
     target-namespace = "{database}"
     mapping = { "shop.orders" = "sales.orders" }
 
+    [tables."shop.orders"]                   # an Iceberg mirror's layout, per pattern (cdclake/schema/layout.py)
+    partition-by = ["bucket(16, id)", "days(created_at)"]
+    properties = { "write.target-file-size-bytes" = 134217728 }
+
     [batch]
     max-records = 500000
     interval-s = 5
@@ -58,6 +62,7 @@ from typing import Any
 
 from cdclake.errors import OptionError
 from cdclake.formats import FORMAT_NAMES
+from cdclake.schema.layout import LayoutRule, layout_rule
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sources import open_source
 from cdclake.sources.ranges import Source
@@ -104,17 +109,22 @@ def read_toml(path: Path) -> dict[str, Any]:
     for section, values in document.items():
         if section not in _SECTIONS or not isinstance(values, dict):
             raise OptionError(f"{path}: unknown section [{section}]; sections: {', '.join(_SECTIONS)}")
-        unknown = sorted(set(values) - set(_SECTIONS[section]))
-        if unknown:
-            valid = ", ".join(sorted(_SECTIONS[section]))
-            raise OptionError(f"{path}: [{section}] has no {', '.join(unknown)}; valid: {valid}")
-        for name, value in values.items():
-            _check_kind(path, section, name, value)
+        layouts = layout_sub_tables(values) if section == "tables" else {}
+        _check_keys(path, f"[{section}]", {k: v for k, v in values.items() if k not in layouts}, _SECTIONS[section])
+        for pattern, keys in layouts.items():
+            _check_keys(path, f'[tables."{pattern}"]', keys, _LAYOUT_KEYS)
     return document
 
 
-def _check_kind(path: Path, section: str, name: str, value: Any) -> None:
-    kind = _SECTIONS[section][name]
+def _check_keys(path: Path, where: str, values: Mapping[str, Any], kinds: Mapping[str, str]) -> None:
+    unknown = sorted(set(values) - set(kinds))
+    if unknown:
+        raise OptionError(f"{path}: {where} has no {', '.join(unknown)}; valid: {', '.join(sorted(kinds))}")
+    for name, value in values.items():
+        _check_kind(path, where, name, value, kinds[name])
+
+
+def _check_kind(path: Path, where: str, name: str, value: Any, kind: str) -> None:
     fits = {
         _TEXT: isinstance(value, str),
         _TEXTS: isinstance(value, list) and all(isinstance(item, str) for item in value),
@@ -125,7 +135,7 @@ def _check_kind(path: Path, section: str, name: str, value: Any) -> None:
     }[kind]
     if not fits:
         hint = f" (one is a list too: {name} = [{_toml(value)}])" if kind == _TEXTS and isinstance(value, str) else ""
-        raise OptionError(f"{path}: [{section}] {name} = {_toml(value)} is not {kind}{hint}")
+        raise OptionError(f"{path}: {where} {name} = {_toml(value)} is not {kind}{hint}")
 
 
 def _toml(value: Any) -> str:
@@ -133,6 +143,23 @@ def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+# The keys of a [tables."<pattern>"] sub-table: an Iceberg mirror's layout (cdclake.schema.layout).
+_LAYOUT_KEYS = {"partition-by": _TEXTS, "properties": _TABLE}
+
+
+def layout_sub_tables(tables: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The ``[tables."<pattern>"]`` sub-tables of ``[tables]``: its keys that are none of its settings and
+    hold a table."""
+    return {name: value for name, value in tables.items()
+            if name not in _SECTIONS["tables"] and isinstance(value, dict)}
+
+
+def layout_rules(tables: Mapping[str, Any]) -> tuple[LayoutRule, ...]:
+    """The layouts ``[tables]``'s sub-tables ask, in the file's order."""
+    return tuple(layout_rule(pattern, keys.get("partition-by"), keys.get("properties", {}))
+                 for pattern, keys in layout_sub_tables(tables).items())
 
 
 def merged(document: Mapping[str, Any], overrides: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -182,6 +209,7 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
         expire_snapshots_every_s=float(batch.get("expire-snapshots-every-s", 3600.0)),
         compact_every_s=float(batch.get("compact-every-s", 3600.0)),
         sink=sections.get("sink", {}).get("url"),
+        layouts=layout_rules(tables),
     )
     master = lake.get("master", "local[2]")
     return JobSettings(

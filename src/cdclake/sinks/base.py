@@ -5,7 +5,8 @@ which order, the net change per key of each table between its DDLs, which schema
 goes through. A sink decides *how* that lands in its store and makes it durable. The pipeline writes
 no SQL; everything it writes goes through these calls, in this order per batch:
 
-1. :meth:`Sink.load_state`; if the state holds no plan, :meth:`Sink.record_plan`;
+1. :meth:`Sink.load_state` (in the job's first batch, then :meth:`Sink.apply_layout` for each table the
+   job file lays out); if the state holds no plan, :meth:`Sink.record_plan`;
 2. :meth:`Sink.append_changelog`, :meth:`Sink.append_dead_letters`;
 3. per table, for each of its segments and DDLs in order: :meth:`Sink.create_table`,
    :meth:`Sink.evolve_table`, :meth:`Sink.write_changes`, :meth:`Sink.truncate_table`,
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cdclake.model import ColumnSchema, TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
+from cdclake.schema.layout import LayoutError, TableLayout
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.progress import JobState
 from cdclake.types import MySQLType
@@ -61,6 +63,13 @@ DEAD_LETTER_FIELDS = (
     ("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("timestamp_ms", "bigint"),
     ("raw_key", "binary"), ("raw_value", "binary"), ("reason", "string"),
 )
+
+
+def refuse_layout(layout: TableLayout | None) -> None:
+    """What a database sink says of a layout: partitioning and table properties are Iceberg's."""
+    if layout is not None:
+        raise LayoutError(f"{layout.where() or 'a table layout'}: partition-by and properties lay out Iceberg "
+                          "tables; a database sink ([sink] url, --sink) takes neither")
 
 
 @dataclass(frozen=True)
@@ -138,8 +147,13 @@ class Sink(Protocol):
     def target(self, namespace: str, table: str) -> str:
         """The sink's name for the table ``table`` of ``namespace``."""
 
-    def create_table(self, target: str, schema: TableSchema) -> None:
-        """A table for ``schema``'s rows, unless ``target`` exists."""
+    def create_table(self, target: str, schema: TableSchema, layout: TableLayout | None = None) -> None:
+        """A table for ``schema``'s rows, laid out as ``layout`` asks, unless ``target`` exists; a sink
+        that lays out no table refuses a layout (:func:`refuse_layout`)."""
+
+    def apply_layout(self, target: str, schema: TableSchema, layout: TableLayout) -> None:
+        """``layout`` made true of ``target``, a table that exists with ``schema``'s rows (the job's start,
+        a renamed table); nothing done where it is already."""
 
     def changes_in_rows(self, schema: TableSchema, types: Mapping[str, MySQLType]) -> list[SchemaChange]:
         """The changes rows with column ``types`` need of a table known as ``schema``: columns it lacks,

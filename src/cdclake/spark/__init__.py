@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from cdclake.spark.applier import ChangeApplier
     from cdclake.spark.changes import CHANGE_FIELDS
     from cdclake.spark.records import decode_changes, read_records, table_views
-    from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
+    from cdclake.spark.replicate import ReplicateConfig, Replicator
+    from cdclake.spark.reporting import BatchProgress, BatchReport
     from cdclake.spark.session import build_session
 
 # Loaded when first asked for, not with the package: the sinks use cdclake.spark.progress and
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 # not load the Replicator.
 _EXPORTS = {
     "CHANGE_FIELDS": "cdclake.spark.changes",
-    "BatchReport": "cdclake.spark.replicate",
+    "BatchProgress": "cdclake.spark.reporting",
+    "BatchReport": "cdclake.spark.reporting",
     "ChangeApplier": "cdclake.spark.applier",
     "ReplicateConfig": "cdclake.spark.replicate",
     "Replicator": "cdclake.spark.replicate",
@@ -53,6 +55,7 @@ _EXPORTS = {
 
 __all__ = [
     "CHANGE_FIELDS",
+    "BatchProgress",
     "BatchReport",
     "ChangeApplier",
     "ReplicateConfig",

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.errors import OptionError
 from cdclake.formats import get_codec
-from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
+from cdclake.spark.replicate import ReplicateConfig, Replicator
+from cdclake.spark.reporting import BatchReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

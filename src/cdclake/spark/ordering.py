@@ -40,7 +40,8 @@ class SchemaWaitError(CdclakeError):
 class Facts:
     """What the driver needs of a batch's decoded records beyond the rows, gathered in one pass: the
     newest watermark and heartbeat per partition, schemas bootstrapped, messages to carry, where each
-    undecodable message is, and the tables and DDLs the naming rule judges (:mod:`.refusals`)."""
+    undecodable message is, the tables and DDLs the naming rule judges (:mod:`.refusals`), and how many
+    row changes were decoded (for the batch's progress)."""
 
     watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
     heartbeats: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -50,6 +51,7 @@ class Facts:
     errors: list[str] = field(default_factory=list)
     sequences: dict[tuple[str, int], int] = field(default_factory=dict)  # the newest read, per partition
     tables: set[tuple[str, str]] = field(default_factory=set)  # named by a row
+    rows: int = 0  # row changes decoded
     ddls: list[Any] = field(default_factory=list)  # the DDL records: coordinates and event
     _error_places: list[tuple[str, int, int, str]] = field(default_factory=list)
 
@@ -71,7 +73,8 @@ class Facts:
                       .agg(F.max(F.col("sequence").cast("decimal(38,0)")).cast("string").alias("sequence"))
                       .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence"))
             wanted = wanted.unionByName(newest, allowMissingColumns=True)
-        named = decoded.filter("kind = 'row'").select(F.lit("table").alias("kind"), "database", "table").distinct()
+        named = (decoded.filter("kind = 'row'").groupBy("database", "table").agg(F.count("*").alias("rows"))
+                 .select(F.lit("table").alias("kind"), "database", "table", "rows"))
         wanted = wanted.unionByName(named, allowMissingColumns=True)
         for row in wanted.collect():
             kind, tp = row["kind"], (row["topic"], row["partition"])
@@ -89,6 +92,7 @@ class Facts:
                 facts.ddls.append(row)
             elif kind == "table":
                 facts.tables.add((row["database"] or "", row["table"] or ""))
+                facts.rows += row["rows"]
             elif kind == "error":
                 errors.append(row)
         facts.add_errors(errors)

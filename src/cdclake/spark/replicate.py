@@ -34,23 +34,22 @@ from cdclake.formats import get_codec
 from cdclake.model import Ddl, DdlKind, TableSchema
 from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy, stop_at_bad_message
 from cdclake.schema.ddl.changes import (
-    AddColumn,
     CreateTable,
-    DropColumn,
     DropDatabase,
     DropTable,
-    RenameColumn,
     RenameTable,
     SchemaChange,
     TruncateTable,
+    changes_not_made,
     schema_after,
 )
 from cdclake.schema.following import changes_to_apply
+from cdclake.schema.layout import LayoutRule, TableLayout, layout_for
 from cdclake.schema.names import Naming
 from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
 from cdclake.sinks import check_url as check_sink_url
 from cdclake.sinks import open_sink
-from cdclake.sinks.base import Sink, Step
+from cdclake.sinks.base import Sink, Step, refuse_layout
 from cdclake.sinks.iceberg.sink import IcebergSink
 from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, Source, plan_ranges
 from cdclake.spark import killpoints, records
@@ -60,6 +59,8 @@ from cdclake.spark.ordering import Facts, Ordering, net_changes
 from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.spark.refusals import refuse_tables
+from cdclake.spark.reporting import BatchReport as BatchReport  # where callers have long imported it from
+from cdclake.spark.reporting import ProgressListener, ProgressTracker, counting, read_counter, watching
 from cdclake.spark.tasks import one_task_each
 from cdclake.types import MySQLType
 
@@ -88,6 +89,7 @@ class ReplicateConfig:
     has nothing more: ``keep`` them for a later run (transactionally consistent), or ``apply`` them.
     ``sink`` is a database's URL (:data:`cdclake.sinks.SINKS`), where the tables and the job's own go
     instead of Iceberg tables of ``catalog``; ``namespace`` is then the database schema of the job's own.
+    ``layouts`` partition the Iceberg mirrors and set their properties (:mod:`cdclake.schema.layout`).
     """
 
     format: str
@@ -108,12 +110,15 @@ class ReplicateConfig:
     expire_snapshots_every_s: float = 3600.0
     compact_every_s: float = 3600.0
     sink: str | None = None
+    layouts: tuple[LayoutRule, ...] = ()
 
     def __post_init__(self) -> None:
         # A wrong format or option name is refused here, before a session or a table is touched.
         get_codec(self.format).resolve(self.format_options)
         if self.sink is not None:
             check_sink_url(self.sink)
+            for rule in self.layouts:
+                refuse_layout(rule.layout)
         if self.unresolved_tail not in TAIL_CHOICES:
             raise OptionError(f"unresolved-tail={self.unresolved_tail!r}: one of {', '.join(TAIL_CHOICES)}")
         check_bad_message_policy(self.on_bad_message)
@@ -133,32 +138,22 @@ class ReplicateConfig:
                     raise OptionError(f"{name}={pattern!r}: not a regular expression: {exc}") from None
         self.naming().check()
 
+    def layout_for(self, database: str, table: str) -> TableLayout | None:
+        return layout_for(self.layouts, database, table)
+
     def naming(self) -> Naming:
         """Where the job puts each upstream table, and which it refuses (:mod:`cdclake.schema.names`)."""
         return Naming(self.namespace, self.target_namespace, self.table_mapping)
 
 
-@dataclass
-class BatchReport:
-    """What one batch did, for the live display and the logs."""
-
-    batch: int
-    records: int = 0
-    changes_applied: int = 0
-    dead_letters: int = 0
-    resolved_ts: int | None = None
-    tables: dict[str, int] = field(default_factory=dict)
-    lag: dict[tuple[str, int], int] = field(default_factory=dict)
-    seconds: float = 0.0
-
-
 class Replicator:
     """Replicates ``source`` into the catalog's tables: :meth:`run` loops, :meth:`step` runs one batch
     it plans itself. :meth:`apply_query_batch` applies a batch a streaming query hands in instead (the
-    engine of :class:`cdclake.spark.ChangeApplier`); ``source`` may then be None."""
+    engine of :class:`cdclake.spark.ChangeApplier`); ``source`` may then be None. ``on_progress`` hears
+    each batch move on while it runs (:mod:`cdclake.spark.reporting`)."""
 
     def __init__(self, spark: SparkSession, source: Source | None, config: ReplicateConfig,
-                 sink: Sink | None = None) -> None:
+                 sink: Sink | None = None, on_progress: ProgressListener | None = None) -> None:
         self.spark, self.source, self.config = spark, source, config
         self.codec = get_codec(config.format)
         self.options = self.codec.resolve(config.format_options)
@@ -168,6 +163,9 @@ class Replicator:
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
         self._paces = PaceTracker()
+        self._progress = ProgressTracker(on_progress)
+        self._read_counter = read_counter(spark)
+        self._laid_out = False
         self._upkeep_at = dict.fromkeys(("compacted", "expired"), time.monotonic())
 
     # --- the loop -------------------------------------------------------------------------------------
@@ -185,6 +183,7 @@ class Replicator:
                               "apply_query_batch")
         started = time.monotonic()
         state, pending = self.sink.load_state()
+        self._lay_out_at_start(state)
         batch = state.batch + 1
         recovering = bool(state.plan)
         extents = self.source.extents()
@@ -201,12 +200,23 @@ class Replicator:
             self.sink.record_plan(ranges, batch, None)
             killpoints.reached("planned")
         report = BatchReport(batch)
+        self._progress.start(batch, sum(r.size for r in ranges))
         # Nothing left to read while finishing: the tail above the resolved ts is applied if asked.
         apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
         decoded = self._decode(ranges, state)
         self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, apply_all, report)
         self._upkeep_if_due(state)
         return self._finished(report, state, extents, started)
+
+    def _lay_out_at_start(self, state: JobState) -> None:
+        """Once, before the job's first batch: the mirrors it has laid out as the job file asks now."""
+        if self._laid_out:
+            return
+        for (database, table), known in state.tables.items():
+            layout = self.config.layout_for(database, table)
+            if layout is not None:
+                self.sink.apply_layout(known.lake_table, known.schema, layout)
+        self._laid_out = True
 
     def _observe_paces(self, state: JobState) -> None:
         """Tell the planner how far each partition has got, in the order the format carries."""
@@ -229,6 +239,7 @@ class Replicator:
 
         started = time.monotonic()
         state, pending = self.sink.load_state()
+        self._lay_out_at_start(state)
         if batch_id <= state.streams.get(app_id, -1):
             return None
         recovering = bool(state.plan)
@@ -256,6 +267,7 @@ class Replicator:
             extents = {(r.topic, r.partition): PartitionExtent(r.start, r.end) for r in ranges}
             state.streams[app_id] = batch_id
             report = BatchReport(batch)
+            self._progress.start(batch, sum(r.size for r in ranges))
             self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, False, report)
         finally:
             frame.unpersist()
@@ -301,7 +313,10 @@ class Replicator:
         # batches already, and PySpark's MEMORY_AND_DISK serializes those again (BENCHMARKS.md).
         cached = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
-            facts = Facts.of(cached, sequences=not self.ordering.watermarks)
+            self._read_counter.value = (0, 0)
+            with watching(self._read_counter, self._progress):
+                facts = Facts.of(cached, sequences=not self.ordering.watermarks)
+            self._progress.ordering(facts.rows)
             decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
             killpoints.reached("decoded")
             report.records = sum(r.size for r in ranges)
@@ -326,6 +341,7 @@ class Replicator:
                 applicable.unpersist()
             self._carry_on(state, facts, ranges)
             state.plan = []
+            self._progress.committing()
             self.sink.commit(state, batch, None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES))
             killpoints.reached("committed")
         finally:
@@ -336,6 +352,7 @@ class Replicator:
         """The changelog, the dead letters and every table's changes of the batch, written to the sink."""
         work, unfollowed = self.planner.plan_tables(applicable, facts, state, resolved)
         report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
+        self._progress.applying(len(work))
         if report.changes_applied:
             self.sink.append_changelog(applicable, batch, recovering)
         killpoints.reached("changelog")
@@ -360,8 +377,8 @@ class Replicator:
                  for r in ranges]
         source, format_name, options = self.source, self.config.format, dict(self.options)
         assert source is not None, "step() plans only with a source"
-        return one_task_each(self.spark, tasks, lambda mine: decode_tasks(source, format_name, options, mine),
-                             CHANGE_DDL)
+        work = counting(lambda mine: decode_tasks(source, format_name, options, mine), self._read_counter)
+        return one_task_each(self.spark, tasks, work, CHANGE_DDL)
 
     # --- applying -------------------------------------------------------------------------------------
 
@@ -383,6 +400,7 @@ class Replicator:
             touched = self._apply_table(state, table_work, net, batch, recovering, resolved, lock)
             with lock:
                 report.tables.update(touched)
+            self._progress.table_done(".".join(table_work.key))
 
         # A RENAME TABLE touches two tables' work: then one table after the other, in DDL order.
         renames = any(ddl.kind is DdlKind.RENAME_TABLE for table_work in work.values() for _, ddl in table_work.ddls)
@@ -456,7 +474,7 @@ class Replicator:
 
     def _create(self, key: tuple[str, str], schema: TableSchema) -> TableState:
         target = self._target(*key)
-        self.sink.create_table(target, schema)
+        self.sink.create_table(target, schema, self.config.layout_for(*key))
         return TableState(schema, target)
 
     def _evolve_for_rows(self, key: tuple[str, str], known: TableState | None, segment: Segment) -> TableState:
@@ -471,7 +489,7 @@ class Replicator:
         return known
 
     def _evolve(self, known: TableState, changes: list[SchemaChange]) -> TableState:
-        changes = _not_made_yet(known.schema, changes)
+        changes = changes_not_made(known.schema, changes)
         try:
             # The sink plans against the table as it is, not as the state remembers it: a batch re-run after
             # a crash finds its DDL already applied, and plans nothing.
@@ -516,6 +534,9 @@ class Replicator:
         schema = known.schema
         renamed = TableSchema(change.database, change.table, schema.columns, schema.indexes, schema.table_id,
                               schema.version)
+        layout = self.config.layout_for(change.database, change.table)
+        if layout is not None:
+            self.sink.apply_layout(target, renamed, layout)
         return TableState(renamed, target, known.applied_ts)
 
     def _target(self, database: str, table: str) -> str:
@@ -571,20 +592,3 @@ def _register(state: JobState, upstream: tuple[str, str], known: TableState | No
         state.tables.pop(upstream, None)
         if resolved is not None:
             state.gone[upstream] = resolved
-
-
-def _not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[SchemaChange]:
-    """The column changes ``schema`` does not show yet: a DDL delivered again (at-least-once) or a
-    column its rows brought in before the ADD COLUMN arrived is not made twice."""
-    names = {c.name.lower() for c in schema.columns}
-    kept: list[SchemaChange] = []
-    for change in changes:
-        if isinstance(change, AddColumn) and change.column.name.lower() in names:
-            continue
-        if isinstance(change, DropColumn) and change.name.lower() not in names:
-            continue
-        if isinstance(change, RenameColumn) and (change.old.lower() not in names or change.new.lower() in names):
-            continue
-        kept.append(change)
-        names = {c.name.lower() for c in (schema_after(schema, kept) or schema).columns}
-    return kept

@@ -178,3 +178,20 @@ def _without_column(indexes: list[IndexSchema], name: str) -> list[IndexSchema]:
         if columns:
             kept.append(dataclasses.replace(index, columns=columns))
     return kept
+
+
+def changes_not_made(schema: TableSchema, changes: list[SchemaChange]) -> list[SchemaChange]:
+    """The column changes ``schema`` does not show yet: a DDL delivered again (at-least-once) or a
+    column its rows brought in before the ADD COLUMN arrived is not made twice."""
+    names = {c.name.lower() for c in schema.columns}
+    kept: list[SchemaChange] = []
+    for change in changes:
+        if isinstance(change, AddColumn) and change.column.name.lower() in names:
+            continue
+        if isinstance(change, DropColumn) and change.name.lower() not in names:
+            continue
+        if isinstance(change, RenameColumn) and (change.old.lower() not in names or change.new.lower() in names):
+            continue
+        kept.append(change)
+        names = {c.name.lower() for c in (schema_after(schema, kept) or schema).columns}
+    return kept

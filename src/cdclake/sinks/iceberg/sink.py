@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.lake import quote
+from cdclake.schema.layout import TableLayout
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sinks.base import Compaction, Step
 from cdclake.sinks.iceberg import catalogs, compaction, evolution, state, tables
+from cdclake.sinks.iceberg import layout as mirror_layout
 from cdclake.sinks.iceberg.commit import with_commit_properties
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.progress import JobState
@@ -75,8 +77,11 @@ class IcebergSink:
     def target(self, namespace: str, table: str) -> str:
         return f"{quote(self.catalog)}.{quote(namespace)}.{quote(table)}"
 
-    def create_table(self, target: str, schema: TableSchema) -> None:
-        tables.create_table(self.spark, target, schema, self.settings)
+    def create_table(self, target: str, schema: TableSchema, layout: TableLayout | None = None) -> None:
+        tables.create_table(self.spark, target, schema, self.settings, layout)
+
+    def apply_layout(self, target: str, schema: TableSchema, layout: TableLayout) -> None:
+        mirror_layout.apply_layout(self.spark, target, schema, layout)
 
     def changes_in_rows(self, schema: TableSchema, types: Mapping[str, MySQLType]) -> list[SchemaChange]:
         return evolution.changes_seen_in_rows(schema, types)
@@ -85,6 +90,9 @@ class IcebergSink:
         lake_now = tables.lake_columns_of(self.spark, target)
         lake_changes = evolution.plan(target, lake_now, list(changes), self.evolution, mysql_schema=schema)
         catalogs.check_lake_changes(self.spark.conf.get, self.catalog, target, lake_changes)
+        dropped = [change.name for change in lake_changes if isinstance(change, evolution.DropLakeColumn)]
+        if dropped:
+            mirror_layout.refuse_dropping_partition_sources(self.spark, target, dropped)
         for statement in evolution.alter_statements(target, lake_changes):
             self.spark.sql(statement)
 
@@ -111,9 +119,8 @@ class IcebergSink:
             # after a crash finds under the new name the steps it stored under the old one.
             batch, step = tables.last_step(self.spark, target)
             carried = _properties(Step(batch, step)) if batch else {}
-            with_commit_properties(self.spark, carried, lambda: self.spark.sql(
-                f"CREATE TABLE {new_target} USING iceberg TBLPROPERTIES ('format-version'='2') "
-                f"AS SELECT * FROM {target}"))
+            with_commit_properties(self.spark, carried,
+                                   lambda: mirror_layout.copy_table(self.spark, target, new_target))
         self.drop_table(target)
 
     def drop_table(self, target: str) -> None:

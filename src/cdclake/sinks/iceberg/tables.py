@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from cdclake.model import TableSchema
 from cdclake.schema.lake import IMAGE_JSON_OPTIONS, lake_cast, lake_type, quote, sql_string, unquote_parts
+from cdclake.schema.layout import TableLayout
 from cdclake.sinks.iceberg.commit import with_commit_properties
 
 if TYPE_CHECKING:
@@ -43,24 +44,34 @@ def table_exists(spark: SparkSession, ident: str) -> bool:
     return bool(spark.catalog.tableExists(ident))
 
 
-def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings: WriteSettings) -> None:
-    """The mirror of ``schema``, if it does not exist yet. Every column is nullable: a delete's image
-    or a partial update may lack any of them, and Iceberg cannot relax a required column later."""
+def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings: WriteSettings,
+                 layout: TableLayout | None = None) -> None:
+    """The mirror of ``schema``, if it does not exist yet, partitioned and with the properties ``layout``
+    asks (:mod:`cdclake.schema.layout`; its properties win over the job's). Every column is nullable: a
+    delete's image or a partial update may lack any of them, and Iceberg cannot relax a required column
+    later."""
     namespace = ".".join(quote(part) for part in unquote_parts(ident)[:-1])
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     columns = ", ".join(f"{quote(c.name)} {lake_type(c.type)}" for c in schema.columns)
+    fields = layout.partition_by if layout is not None and layout.partition_by else ()
     mode = settings.write_mode
-    # No distribution for MERGE: the tables are not partitioned, so Iceberg's default (hash by
-    # partition) would gather each MERGE's writes into one task; each task writes its own files instead.
     # Position deletes by partition: by file (Iceberg's default) a MERGE writes one delete file for each
     # data file it touches, and a mirror's updates touch most of its files, so each batch would write
     # more files than the one before.
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {ident} ({columns}) USING iceberg TBLPROPERTIES ("
-        f"'format-version'='2', 'write.merge.mode'='{mode}', 'write.update.mode'='{mode}', "
-        f"'write.delete.mode'='{mode}', 'write.merge.distribution-mode'='none', "
-        f"'write.delete.granularity'='partition', '{KEY_PROPERTY}'={sql_string(','.join(schema.key_columns))})"
-    )
+    properties = {"format-version": "2", "write.merge.mode": mode, "write.update.mode": mode,
+                  "write.delete.mode": mode, "write.delete.granularity": "partition",
+                  KEY_PROPERTY: ",".join(schema.key_columns)}
+    if not fields:
+        # No distribution for MERGE in an unpartitioned table: Iceberg's default (hash by partition) would
+        # gather each MERGE's writes into one task; each task writes its own files instead. A partitioned
+        # one keeps the default, so that each partition's rows are written by one task, not by all.
+        properties["write.merge.distribution-mode"] = "none"
+    if layout is not None:
+        layout.check_columns(ident, schema)
+        properties.update(layout.properties)
+    partitioned = f" PARTITIONED BY ({', '.join(f.sql() for f in fields)})" if fields else ""
+    listed = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in properties.items())
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {ident} ({columns}) USING iceberg{partitioned} TBLPROPERTIES ({listed})")
 
 
 def last_step(spark: SparkSession, ident: str) -> tuple[int, int]:

@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
+from cdclake.schema.layout import TableLayout
 from cdclake.schema.rows import changes_seen_in_rows
-from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step
+from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step, refuse_layout
 from cdclake.sinks.mariadb import statements
 from cdclake.sinks.mariadb.connection import MariaDBAddress, connect
 from cdclake.sinks.mariadb.loading import SinkError, load_frame, load_rows, net_rows
@@ -146,12 +147,16 @@ class MariaDBSink:
     def target(self, namespace: str, table: str) -> str:
         return table_name(namespace, table)
 
-    def create_table(self, target: str, schema: TableSchema) -> None:
+    def create_table(self, target: str, schema: TableSchema, layout: TableLayout | None = None) -> None:
+        refuse_layout(layout)
         def create(cursor: Any) -> None:
             self._create_database(cursor, split_target(target)[0])
             cursor.execute(statements.create_table(target, schema, self._server[0]))
 
         self._once(target, create)
+
+    def apply_layout(self, target: str, schema: TableSchema, layout: TableLayout) -> None:
+        refuse_layout(layout)
 
     def changes_in_rows(self, schema: TableSchema, types: Mapping[str, MySQLType]) -> list[SchemaChange]:
         return changes_seen_in_rows(schema, types, holds)

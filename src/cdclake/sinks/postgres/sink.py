@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
+from cdclake.schema.layout import TableLayout
 from cdclake.schema.rows import changes_seen_in_rows
-from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step
+from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step, refuse_layout
 from cdclake.sinks.postgres import statements
 from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, connect
 from cdclake.sinks.postgres.statements import ident, table_name
@@ -116,9 +117,13 @@ class PostgresSink:
     def target(self, namespace: str, table: str) -> str:
         return table_name(namespace, table)
 
-    def create_table(self, target: str, schema: TableSchema) -> None:
+    def create_table(self, target: str, schema: TableSchema, layout: TableLayout | None = None) -> None:
+        refuse_layout(layout)
         namespace, _ = _split(target)
         self._add([f"CREATE SCHEMA IF NOT EXISTS {ident(namespace)}", *statements.create_table(target, schema)])
+
+    def apply_layout(self, target: str, schema: TableSchema, layout: TableLayout) -> None:
+        refuse_layout(layout)
 
     def changes_in_rows(self, schema: TableSchema, types: Mapping[str, MySQLType]) -> list[SchemaChange]:
         return changes_seen_in_rows(schema, types, holds)
