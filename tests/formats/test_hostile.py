@@ -1,6 +1,10 @@
 """Hostile messages (issue 23): each once stopped replication for good with an exception other than
 DecodeError, or took unbounded time or memory. Every decoder must refuse them with a DecodeError that
 says what is wrong, and keep its caches bounded whatever a stream sends.
+
+"Unbounded time" is checked as this process's CPU time against a bound far above what the work takes
+(a backtracking pattern took seconds where the fix takes milliseconds): CPU time, not the clock, so that
+other work on the machine cannot fail the test.
 """
 
 from __future__ import annotations
@@ -69,9 +73,9 @@ def test_canal_json_integer_text_past_the_digit_limit_names_the_column() -> None
     ],
 )
 def test_canal_json_type_parameters_beyond_mysql_are_refused(mysql_type: str, reason: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     error = refusal("canal-json", canal({"id": "1"}, {"id": mysql_type}))
-    assert time.perf_counter() - started < 1
+    assert time.process_time() - started < 1
     assert f"mysqlType of column 'id': {reason}" in error.reason
 
 
@@ -117,9 +121,9 @@ def test_open_protocol_update_with_an_empty_old_image_decodes() -> None:
 
 def test_open_protocol_too_many_columns_is_refused_quickly() -> None:
     key, value = open_message({"u": {f"c{i}": column(1) for i in range(100_000)}})
-    started = time.perf_counter()
+    started = time.process_time()
     error = refusal("open", value, key)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     assert f'row image "u" has 100000 columns; a MySQL table has at most {MAX_COLUMNS}' in error.reason
 
 
@@ -250,14 +254,14 @@ def test_hostile_mutants_raise_only_decode_errors(kind: str) -> None:
     for codec, messages in seeds.items():
         for _ in range(30):
             mutant = hostile_mutate(rng.choice(messages), rng, kind)
-            started = time.perf_counter()
+            started = time.process_time()
             decoder = get_codec(codec).decoder()
             for message in messages[:-1]:  # the schema a Simple row needs
                 decoder.decode(RawMessage(None, message, ORIGIN))
             key, value = (open_frames(mutant) if codec == "open" else (None, mutant))
             with contextlib.suppress(DecodeError):
                 decoder.decode(RawMessage(key, value, ORIGIN))
-            assert time.perf_counter() - started < 2, (codec, mutant[:200])
+            assert time.process_time() - started < 2, (codec, mutant[:200])
 
 
 def open_frames(value: bytes) -> tuple[bytes, bytes]:
