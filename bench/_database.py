@@ -17,15 +17,18 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from _stream import CapturedStream, cache_root, prepared_stream
+from _timing import Timeline
 from benchmarks_md import command_line, load_average, machine, publish
 
 from cdclake.formats import get_codec
 from cdclake.sinks import compare_tables
+from cdclake.spark.ordering import Facts, Ordering
+from cdclake.spark.planning import TablePlanner
 from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.session import build_session, new_log_file
 from cdclake.workload import Workload
@@ -54,6 +57,17 @@ class Measures:
     load_s: float = 0.0
     load_bytes: int = 0
     unequal: tuple[str, ...] = ()
+    phases: dict[str, float] = field(default_factory=dict)  # cdclake's wall seconds per phase, summed
+
+
+def phases_of(sink: type) -> tuple[tuple[str, Any, str], ...]:
+    """The functions a batch into ``sink`` (the sink's class) spends its time in, in the order it calls them
+    (bench/_timing.py wraps them): "apply tables" stages each table's net rows and runs the sink's table
+    calls, "commit" ends the batch with the job's progress."""
+    return (("load state", sink, "load_state"), ("record plan", sink, "record_plan"), ("decode + facts", Facts, "of"),
+            ("dedupe", Ordering, "deduplicated"), ("plan tables", TablePlanner, "plan_tables"),
+            ("changelog", sink, "append_changelog"), ("net changes", Replicator, "_net_changes"),
+            ("apply tables", Replicator, "_apply_tables"), ("commit", sink, "commit"))
 
 
 def streams(events: int) -> tuple[CapturedStream, CapturedStream]:
@@ -68,15 +82,20 @@ def _config(name: str, url: str, max_batch_records: int) -> ReplicateConfig:
 
 
 def replicate_timed(spark: Any, stream: CapturedStream, warm_up: CapturedStream, url: str,
-                    max_batch_records: int) -> Measures:
-    """The warm-up, then ``stream`` replicated into the database at ``url`` from the start, timed."""
+                    max_batch_records: int, sink: type) -> Measures:
+    """The warm-up, then ``stream`` replicated into the database at ``url`` from the start, timed, with
+    the time of each phase of ``sink``'s batches."""
     Replicator(spark, warm_up.source, _config("warm", url, max_batch_records)).run(once=True)
-    started = time.perf_counter()
-    reports = Replicator(spark, stream.source, _config(PREFIX, url, max_batch_records)).run(once=True)
-    seconds = time.perf_counter() - started
+    timeline = Timeline()
+    phases = phases_of(sink)
+    with timeline.recording(phases):
+        started = time.perf_counter()
+        reports = Replicator(spark, stream.source, _config(PREFIX, url, max_batch_records)).run(once=True)
+        seconds = time.perf_counter() - started
     workload = (f"`{stream.spec}` as `canal-json` {OPTIONS}: {stream.messages:,} messages on eight partitions, "
                 f"{stream.bytes / 2**20:.0f} MiB")
-    return Measures(workload, len(reports), sum(report.changes_applied for report in reports), seconds)
+    spent = {phase: sum(interval.seconds for interval in timeline.of(phase)) for phase, _, _ in phases}
+    return Measures(workload, len(reports), sum(report.changes_applied for report in reports), seconds, phases=spent)
 
 
 def differences_from_oracle(stream: CapturedStream, url: str) -> tuple[str, ...]:
@@ -93,6 +112,7 @@ def section(markers: tuple[str, str], title: str, command: str, m: Measures, loa
     cdclake_rate, load_rate = m.changes / m.cdclake_s, m.rows / m.load_s
     ratio = cdclake_rate / load_rate
     verdict = "met" if ratio >= target else "**not met**"
+    spent = ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in m.phases.items())
     check = ("every table equal to the simulator's oracle" if not m.unequal
              else "**tables differing from the oracle**: " + "; ".join(m.unequal))
     heading = "  \n".join([
@@ -112,7 +132,9 @@ def section(markers: tuple[str, str], title: str, command: str, m: Measures, loa
 | {cdclake_rate:,.0f} |
 | {loader[0]} | {loader[1]} ({m.load_bytes / 2**20:.1f} MiB of text) | {m.rows:,} | {m.load_s:.2f} | {load_rate:,.0f} |
 
-cdclake's changes/s ÷ the load's rows/s: {ratio:.2f}, target ≥ {target:g}: {verdict}. After the runs (not timed):
+cdclake's time by phase, wall seconds summed over its batches (bench/_database.py's `phases_of`): {spent}.
+
+cdclake's changes/s ÷ the load's rows/s: {ratio:.3f}, target ≥ {target:g}: {verdict}. After the runs (not timed):
 {check}; the loaded tables hold as many rows as cdclake's. cdclake's time covers the whole job
 (reading the captured topic, decoding, ordering, staging the net rows, merging, the progress); the
 load's only the rows, already in the loader's text format.
@@ -127,6 +149,7 @@ class Bench:
     script: str
     title: str
     service: Callable[[], AbstractContextManager[Any]]
+    sink: type  # the sink's class, whose calls are timed
     url_of: Callable[[Any], str]
     load: Load
     server: Callable[[], str]
@@ -141,7 +164,7 @@ def measure(bench: Bench, events: int, max_batch_records: int) -> Measures:
     try:
         with bench.service() as server:
             url = bench.url_of(server)
-            measures = replicate_timed(spark, stream, warm_up, url, max_batch_records)
+            measures = replicate_timed(spark, stream, warm_up, url, max_batch_records, bench.sink)
             measures.tables, measures.rows, measures.load_s, measures.load_bytes = bench.load(server, url)
             measures.unequal = differences_from_oracle(stream, url)
     finally:

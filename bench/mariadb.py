@@ -37,6 +37,7 @@ import _database
 sys.path.insert(0, str(_database.ROOT))  # the MariaDB server of the tests
 
 from cdclake.sinks.mariadb.connection import connect, parse
+from cdclake.sinks.mariadb.sink import MariaDBSink
 from cdclake.sinks.mariadb.statements import ident, table_name
 from tests.catalogs import LocalMariaDB, mariadb_programs
 
@@ -95,6 +96,7 @@ def _server() -> str:
 
 
 BENCH = _database.Bench("mariadb.py", "Into MariaDB: cdclake against LOAD DATA of the same net rows", LocalMariaDB,
+                        MariaDBSink,
                         lambda server: server.jdbc_url, load_baseline, _server,
                         ("`LOAD DATA LOCAL INFILE` of the final rows", "net rows"))
 

@@ -39,6 +39,7 @@ sys.path.insert(0, str(_database.ROOT))  # the PostgreSQL server of the tests
 import psycopg
 
 from cdclake.sinks.postgres.connection import parse
+from cdclake.sinks.postgres.sink import PostgresSink
 from cdclake.sinks.postgres.statements import ident, table_name
 from tests.catalogs import LocalPostgres
 
@@ -89,6 +90,7 @@ def _server() -> str:
 
 
 BENCH = _database.Bench("postgres.py", "Into PostgreSQL: cdclake against COPY of the same net rows", LocalPostgres,
+                        PostgresSink,
                         lambda server: f"{server.jdbc_url}?user={server.user}", copy_baseline, _server,
                         ("`COPY ... FROM STDIN` of the final rows", "net rows, one transaction"))
 
