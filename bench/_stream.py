@@ -56,10 +56,12 @@ class CapturedStream:
         return CapturedTopics(self.root, [self.topic])
 
 
-def workload_spec(events: int) -> WorkloadSpec:
-    """About ``events`` row changes over ten tables (a transaction has 5 on average)."""
+def workload_spec(events: int, text_nul: bool = True) -> WorkloadSpec:
+    """About ``events`` row changes over ten tables (a transaction has 5 on average); without
+    ``text_nul``, no string holds the NUL character (PostgreSQL's text cannot)."""
     transactions = max(1, round(events / ((1 + ROWS_PER_TRANSACTION) / 2)))
-    return WorkloadSpec(seed=SEED, tables=TABLES, transactions=transactions, rows_per_transaction=ROWS_PER_TRANSACTION)
+    return WorkloadSpec(seed=SEED, tables=TABLES, transactions=transactions, rows_per_transaction=ROWS_PER_TRANSACTION,
+                        text_nul=text_nul)
 
 
 def _code_digest() -> str:
@@ -74,9 +76,9 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
-def prepared_stream(format_name: str, events: int, cache: Path) -> CapturedStream:
+def prepared_stream(format_name: str, events: int, cache: Path, text_nul: bool = True) -> CapturedStream:
     """The captured topic of the workload in ``format_name``, from the cache or generated into it."""
-    spec, options = workload_spec(events), OPTIONS[format_name]
+    spec, options = workload_spec(events, text_nul), OPTIONS[format_name]
     key = json.dumps({"format": format_name, "options": options, "spec": asdict(spec), "partitions": PARTITIONS,
                       "code": _code_digest()}, sort_keys=True, default=str)
     directory = cache / f"{format_name}-{spec.transactions}tx-{hashlib.sha256(key.encode()).hexdigest()[:16]}"

@@ -69,9 +69,10 @@ class Timeline:
         return timed
 
     @contextlib.contextmanager
-    def recording(self) -> Iterator[Timeline]:
+    def recording(self, phases: Sequence[tuple[str, Any, str]] = (*PHASES, MERGE, STEP)) -> Iterator[Timeline]:
+        """The functions ``phases`` names timed meanwhile (default: the Iceberg sink's run, each step too)."""
         with contextlib.ExitStack() as stack:
-            for phase, owner, name in (*PHASES, MERGE, STEP):
+            for phase, owner, name in phases:
                 original = getattr(owner, name)
                 wrapper = self._timed(phase, original)
                 # Facts.of is a classmethod: the bound original stays bound, the wrapper must not bind again.
