@@ -26,6 +26,11 @@ Run from the repository root (long: each run starts a JVM; use nice on a shared 
 
     nice -n 19 python3 bench/soak.py --kills 60 --minutes 40
     python3 bench/soak.py --kills 5 --transactions 60 --no-write   # a quick look, RELIABILITY.md untouched
+    nice -n 19 python3 bench/soak.py --sink postgres --kills 30     # into a database started for it
+
+With ``--sink postgres`` or ``--sink mariadb`` the job's tables and progress live in a server of
+Debian's package started on loopback for the soak (tests/catalogs.py, as the tests start theirs), and
+each sink has its own section of RELIABILITY.md.
 
 It prints a section and writes it to RELIABILITY.md between its markers. Exit status 1 when a table
 differs from the oracle, the changelog count is wrong, a run failed, or a process survived its run.
@@ -35,12 +40,14 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import datetime as dt
 import random
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +56,8 @@ sys.path.insert(0, str(ROOT))  # the crash harness lives in tests/spark
 
 from benchmarks_md import load_average, machine, write_section  # noqa: E402  (bench/ is on the path when a script here runs)
 
+from cdclake.errors import CdclakeError  # noqa: E402
+from cdclake.sinks import compare_tables, open_reader  # noqa: E402
 from cdclake.sinks.iceberg.state import load_state  # noqa: E402
 from cdclake.spark.killpoints import POINTS  # noqa: E402
 from cdclake.workload import Workload, WorkloadSpec, produce  # noqa: E402
@@ -56,8 +65,8 @@ from tests.spark.crashing import KillAfter, Run, left_behind, run_replicate, sta
 from tests.spark.jobs import CASES, Job, changelog_count, lake_differences, row_changes, rows_compared  # noqa: E402
 from tests.spark.streams import Partitions, write  # noqa: E402
 
-SECTION_START = "<!-- bench/soak.py: start -->"
-SECTION_END = "<!-- bench/soak.py: end -->"
+SINKS = ("iceberg", "postgres", "mariadb")
+QUOTE = {"postgres": '"', "mariadb": "`"}  # how each database quotes a name
 RANDOM_MOMENT = "random moment"
 TABLE_MERGES = 4  # table-merged kills at one of a batch's first MERGEs (every other point at its first time)
 
@@ -103,15 +112,63 @@ class Outcome:
         return not self.differences and self.changelog == self.clean_changes
 
 
-def soak(args: argparse.Namespace, scratch: Path) -> tuple[Soak, Outcome]:
+def markers(sink: str) -> tuple[str, str]:
+    """The section's markers in RELIABILITY.md: one section per sink."""
+    name = "bench/soak.py" if sink == "iceberg" else f"bench/soak.py --sink {sink}"
+    return f"<!-- {name}: start -->", f"<!-- {name}: end -->"
+
+
+@contextlib.contextmanager
+def database(sink: str) -> Iterator[str | None]:
+    """The URL of a database server started for the soak, None for Iceberg tables."""
+    if sink == "iceberg":
+        yield None
+        return
+    from tests.catalogs import LocalMariaDB, LocalPostgres
+
+    if sink == "postgres":
+        with LocalPostgres() as postgres:
+            yield f"{postgres.jdbc_url}?user={postgres.user}"
+    else:
+        with LocalMariaDB() as mariadb:
+            yield mariadb.jdbc_url
+
+
+def progress_mark(url: str | None, warehouse: Path, namespace: str) -> Callable[[], object]:
+    """What changes when the job plans or commits a batch: the state table's versions in Iceberg, the
+    state's batch and plan in a database (None before the job has made its tables)."""
+    if url is None:
+        return lambda: state_version(warehouse, namespace)
+
+    def mark() -> object:
+        try:
+            state = open_reader(url, namespace).read_state()
+        except CdclakeError:
+            return None
+        return state.batch, len(state.plan)
+    return mark
+
+
+def where_left(url: str | None, warehouse: Path, job: Job, mark: Callable[[], object]) -> str:
+    """Where a random kill left the job: in Iceberg, between batches, planned or applying (tables show
+    their steps); in a database, between batches or with a batch planned."""
+    if url is None:
+        return left_behind(warehouse, job.namespace, job.prefix)
+    now = mark()
+    return "a batch planned" if isinstance(now, tuple) and now[1] else "between batches"
+
+
+def soak(args: argparse.Namespace, scratch: Path, url: str | None) -> tuple[Soak, Outcome]:
     format_name, options = CASES[args.format]
+    # A database sink refuses text holding NUL (docs/sinks.md): its workload has none.
     workload = Workload(WorkloadSpec(seed=args.seed, transactions=args.transactions, tables=args.tables,
-                                     rename_table=True))
+                                     rename_table=True, text_nul=url is None))
     stream = produce(workload, format_name, options, duplicates=args.duplicates, watermark_interval_ms=50)
     clean_changes = row_changes(produce(workload, format_name, options, watermark_interval_ms=50))
     warehouse, captured = scratch / "warehouse", scratch / "stream"
     job = Job("soak", format_name, options, max_records=args.batch_records)
-    config = job.write_toml(scratch / "job.toml", captured, warehouse)
+    config = job.write_toml(scratch / "job.toml", captured, warehouse, sink=url)
+    mark = progress_mark(url, warehouse, job.namespace)
     log = scratch / "replicate.log"
     rng = random.Random(args.seed)
     slices = sliced(stream.partitions, args.kills + 1)
@@ -126,10 +183,10 @@ def soak(args: argparse.Namespace, scratch: Path) -> tuple[Soak, Outcome]:
         write(captured, stream.topic, slices[number])
         appended += 1
         if rng.random() < 1 / 3:
-            planned = state_version(warehouse, job.namespace)
+            planned = mark()
 
-            def batch_planned(planned: int = planned) -> bool:
-                return state_version(warehouse, job.namespace) > planned
+            def batch_planned(planned: object = planned) -> bool:
+                return mark() != planned
 
             run = run_replicate(config, log, kill_after=KillAfter(rng.uniform(0.0, args.max_delay), batch_planned))
             name = RANDOM_MOMENT
@@ -137,7 +194,7 @@ def soak(args: argparse.Namespace, scratch: Path) -> tuple[Soak, Outcome]:
             name = rng.choice(POINTS)
             occurrence = rng.randint(1, TABLE_MERGES) if name == "table-merged" else 1
             run = run_replicate(config, log, kill_at=f"{name}:{occurrence}")
-        _count(done, run, name, warehouse, job)
+        _count(done, run, name, lambda: where_left(url, warehouse, job, mark))
         print(f"run {number + 1}/{args.kills}: {run.kill} -> {'killed' if run.killed else run.returncode} "
               f"in {run.seconds:.0f} s", flush=True)
     for rest in slices[appended:]:
@@ -149,12 +206,15 @@ def soak(args: argparse.Namespace, scratch: Path) -> tuple[Soak, Outcome]:
     done.survivors += last.survivors
     done.seconds = time.monotonic() - started
 
+    expected = workload.oracle().carried(format_name, stream.codec_options).tables
+    if url is not None:
+        return done, database_outcome(url, args.sink, job, expected, len(stream), clean_changes)
+
     from cdclake.spark.session import build_session  # Spark only now: the runs above have their own
 
     spark = build_session(master="local[2]", warehouse=warehouse, conf={"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        expected = workload.oracle().carried(format_name, stream.codec_options).tables
         outcome = Outcome(len(stream), clean_changes, changelog_count(spark, job), len(expected),
                           rows_compared(expected), lake_differences(spark, job, expected),
                           spark.table(job.system_table("dead_letters")).count(),
@@ -164,13 +224,29 @@ def soak(args: argparse.Namespace, scratch: Path) -> tuple[Soak, Outcome]:
     return done, outcome
 
 
-def _count(done: Soak, run: Run, name: str, warehouse: Path, job: Job) -> None:
+def database_outcome(url: str, sink: str, job: Job, expected: dict, messages: int, clean_changes: int) -> Outcome:
+    """The database's tables against the oracle, read with the sink's own client (no Spark)."""
+    compared = compare_tables(url, expected, lambda database, table: (f"{job.prefix}_{database}", table))
+    differences = [(c.upstream, c.missing, c.unexpected, c.column_differences, c.examples)
+                   for c in compared if not c.equal]
+    reader = open_reader(url, job.namespace)
+    quote = QUOTE[sink]
+
+    def rows(table: str) -> int:
+        return int(reader.table_status(f"{quote}{job.namespace}{quote}.{quote}{table}{quote}")["rows"])
+
+    return Outcome(messages, clean_changes, rows("cdclake_changelog"), len(expected), rows_compared(expected),
+                   differences, rows("cdclake_dead_letters"), reader.read_state().batch)
+
+
+def _count(done: Soak, run: Run, name: str, where: Callable[[], str]) -> None:
+    """``run`` counted; ``where`` tells where a random kill left the job."""
     done.runs += 1
     done.survivors += run.survivors
     if run.killed:
         done.kills[name] += 1
         if name == RANDOM_MOMENT:
-            done.moments[left_behind(warehouse, job.namespace, job.prefix)] += 1
+            done.moments[where()] += 1
     elif run.returncode == 0:
         done.not_reached[name] += 1
     else:
@@ -183,16 +259,18 @@ def section(args: argparse.Namespace, done: Soak, outcome: Outcome, loads: tuple
         f" --{name.replace('_', '-')} {getattr(args, name):g}" if isinstance(default, float) else
         f" --{name.replace('_', '-')} {getattr(args, name)}" for name, default in DEFAULTS.items()
         if getattr(args, name) != default)
+    start, end = markers(args.sink)
+    into = "" if args.sink == "iceberg" else f", into {args.sink} (a server on loopback)"
     lines = [
-        SECTION_START,
-        "### Crash soak (bench/soak.py)",
+        start,
+        f"### Crash soak (bench/soak.py){into}",
         "",
         f"Command: `{command}`  ",
         f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {done.runs} runs in {done.seconds / 60:.0f} min  ",
         f"Machine: {machine()}; each run `local[2]`; load average {loads[0]} (1 min) at the start, {loads[1]} at "
         "the end (the machine is shared)  ",
         f"Workload: `WorkloadSpec(seed={args.seed}, transactions={args.transactions}, tables={args.tables}, "
-        f"rename_table=True)` in {args.format}, {args.duplicates} re-sent ranges: {outcome.messages:,} "
+        f"rename_table=True{'' if args.sink == 'iceberg' else ', text_nul=False'})` in {args.format}, {args.duplicates} re-sent ranges: {outcome.messages:,} "
         f"messages on 4 partitions, cut in {args.kills + 1} slices, one appended before each run (what is left before "
         f"the last); batches of at most "
         f"{args.batch_records} records, {outcome.batches} batches committed",
@@ -216,18 +294,20 @@ def section(args: argparse.Namespace, done: Soak, outcome: Outcome, loads: tuple
         f"{outcome.dead_letters}",
     ]
     lines += [f"- difference: `{difference}`" for difference in outcome.differences]
-    lines.append(SECTION_END)
+    lines.append(end)
     return "\n".join(lines)
 
 
-DEFAULTS: dict[str, object] = {"minutes": 0.0, "format": "simple", "transactions": 300, "tables": 5, "seed": 17,
-                               "duplicates": 3, "batch_records": 60, "max_delay": 8.0}
+DEFAULTS: dict[str, object] = {"minutes": 0.0, "format": "simple", "sink": "iceberg", "transactions": 300,
+                               "tables": 5, "seed": 17, "duplicates": 3, "batch_records": 60, "max_delay": 8.0}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=100, help="runs killed (each restarted)")
     parser.add_argument("--format", choices=sorted(CASES), default=DEFAULTS["format"])
+    parser.add_argument("--sink", choices=SINKS, default=DEFAULTS["sink"],
+                        help="where the job's tables live: Iceberg, or a database server started for the soak")
     for name in ("transactions", "tables", "seed", "duplicates", "batch_records"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=DEFAULTS[name])
     parser.add_argument("--max-delay", type=float, default=DEFAULTS["max_delay"],
@@ -240,7 +320,8 @@ def main() -> None:
     start_load = load_average()
     scratch = Path(tempfile.mkdtemp(prefix="cdclake-soak-"))
     try:
-        done, outcome = soak(args, scratch)
+        with database(args.sink) as url:
+            done, outcome = soak(args, scratch, url)
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -253,7 +334,7 @@ def main() -> None:
     for survivor in done.survivors:
         print(f"survivor: {survivor}", file=sys.stderr)
     if not args.no_write:
-        write_section(ROOT / "RELIABILITY.md", text, SECTION_START, SECTION_END)
+        write_section(ROOT / "RELIABILITY.md", text, *markers(args.sink))
     sys.exit(0 if outcome.ok and not done.failures and not done.survivors else 1)
 
 
