@@ -113,6 +113,9 @@ def replicate(
                                                 "whose database.table matches REGEX.")] = None,
     exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="Leave out the tables whose "
                                                 "database.table matches REGEX (it wins over --include).")] = None,
+    history: Annotated[list[str] | None, typer.Option("--history", metavar="REGEX", help="Keep an SCD type 2 "
+                                                      "history table beside the mirror of each table whose "
+                                                      "database.table matches REGEX ('*': all); repeatable.")] = None,
     max_records: Annotated[int | None, typer.Option("--max-records", metavar="N", help="Records per batch, at "
                                                     f"most (default: {DEFAULT_MAX_BATCH_RECORDS}).")] = None,
     interval: Annotated[float | None, typer.Option("--interval", metavar="SECONDS",
@@ -155,7 +158,7 @@ def replicate(
         "format": {"name": format_name, "options": _pairs(option, "'--option'") or None},
         "lake": {"warehouse": warehouse, "catalog": catalog, "master": master},
         "sink": {"url": sink},
-        "tables": {"include": include, "exclude": exclude},
+        "tables": {"include": include, "exclude": exclude, "history": history},
         "batch": {"max-records": max_records, "interval-s": interval, "unresolved-tail": unresolved_tail,
                   "on-bad-message": on_bad_message, "unsupported-ddl": unsupported_ddl},
     }

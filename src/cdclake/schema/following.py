@@ -27,7 +27,15 @@ from collections.abc import Callable, Mapping
 
 from cdclake.model import Ddl, DdlKind, TableSchema
 from cdclake.schema.ddl import DdlInterpretError, interpret, interpret_in_part, like_source, table_before
-from cdclake.schema.ddl.changes import DropTable, RenameTable, SchemaChange, schema_after
+from cdclake.schema.ddl.changes import (
+    AddColumn,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    RenameTable,
+    SchemaChange,
+    schema_after,
+)
 from cdclake.schema.policy import UnsupportedDdl
 
 
@@ -124,3 +132,19 @@ def changes_to_apply(ddl: Ddl, current: TableSchema | None, policy: UnsupportedD
 def _folded(key: tuple[str, str]) -> tuple[str, str]:
     return key[0].lower(), key[1].lower()
 
+
+def not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[SchemaChange]:
+    """The column changes ``schema`` does not show yet: a DDL delivered again (at-least-once) or a
+    column its rows brought in before the ADD COLUMN arrived is not made twice."""
+    names = {c.name.lower() for c in schema.columns}
+    kept: list[SchemaChange] = []
+    for change in changes:
+        if isinstance(change, AddColumn) and change.column.name.lower() in names:
+            continue
+        if isinstance(change, DropColumn) and change.name.lower() not in names:
+            continue
+        if isinstance(change, RenameColumn) and (change.old.lower() not in names or change.new.lower() in names):
+            continue
+        kept.append(change)
+        names = {c.name.lower() for c in (schema_after(schema, kept) or schema).columns}
+    return kept

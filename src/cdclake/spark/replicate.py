@@ -34,18 +34,16 @@ from cdclake.formats import get_codec
 from cdclake.model import Ddl, DdlKind, TableSchema
 from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy, stop_at_bad_message
 from cdclake.schema.ddl.changes import (
-    AddColumn,
     CreateTable,
-    DropColumn,
     DropDatabase,
     DropTable,
-    RenameColumn,
     RenameTable,
     SchemaChange,
     TruncateTable,
     schema_after,
 )
-from cdclake.schema.following import changes_to_apply
+from cdclake.schema.following import changes_to_apply, not_made_yet
+from cdclake.schema.history import HistorySettings
 from cdclake.schema.names import Naming
 from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
 from cdclake.sinks import check_url as check_sink_url
@@ -56,6 +54,7 @@ from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, So
 from cdclake.spark import killpoints, records
 from cdclake.spark.batches import run_batches
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_tasks
+from cdclake.spark.history import HistoryKeeper, check_history
 from cdclake.spark.ordering import Facts, Ordering, net_changes
 from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
@@ -88,6 +87,7 @@ class ReplicateConfig:
     has nothing more: ``keep`` them for a later run (transactionally consistent), or ``apply`` them.
     ``sink`` is a database's URL (:data:`cdclake.sinks.SINKS`), where the tables and the job's own go
     instead of Iceberg tables of ``catalog``; ``namespace`` is then the database schema of the job's own.
+    ``history``: the tables that keep a history table beside their mirror (:mod:`cdclake.schema.history`).
     """
 
     format: str
@@ -108,10 +108,12 @@ class ReplicateConfig:
     expire_snapshots_every_s: float = 3600.0
     compact_every_s: float = 3600.0
     sink: str | None = None
+    history: HistorySettings = field(default_factory=HistorySettings)
 
     def __post_init__(self) -> None:
         # A wrong format or option name is refused here, before a session or a table is touched.
-        get_codec(self.format).resolve(self.format_options)
+        codec = get_codec(self.format)
+        check_history(self.history, self.sink, codec.has_watermarks(codec.resolve(self.format_options)))
         if self.sink is not None:
             check_sink_url(self.sink)
         if self.unresolved_tail not in TAIL_CHOICES:
@@ -167,6 +169,7 @@ class Replicator:
         self.planner = TablePlanner(self.ordering, config.evolution.unsupported_ddl)
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
+        self.history = HistoryKeeper(self.sink, config.history, self.naming)
         self._paces = PaceTracker()
         self._upkeep_at = dict.fromkeys(("compacted", "expired"), time.monotonic())
 
@@ -274,7 +277,7 @@ class Replicator:
         """The sink's upkeep of the tables the job writes, between batches, each on its own clock: the
         tables compacted once per ``compact_every_s``, snapshots expired once per ``expire_snapshots_every_s``
         (after a compaction, so the files it replaced go once they are old enough)."""
-        targets = [known.lake_table for known in state.tables.values()]
+        targets = [known.lake_table for known in state.tables.values()] + self.history.targets()
         if self._due("compacted", self.config.compact_every_s):
             self.sink.compact(targets)
         if self._due("expired", self.config.expire_snapshots_every_s):
@@ -347,7 +350,8 @@ class Replicator:
             self.sink.append_dead_letters(dead, batch, recovering)
         net = self._net_changes(applicable, work)
         try:
-            self._apply_tables(state, work, net, batch, recovering, resolved, report)
+            with self.history.batch(self.planner.segmented_rows(applicable, work), work):
+                self._apply_tables(state, work, net, batch, recovering, resolved, report)
         finally:
             net.unpersist()
         killpoints.reached("tables-applied")
@@ -426,7 +430,8 @@ class Replicator:
         table_net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
         for index in range(len(work.ddls) + 1):
             if index > 0:
-                known, step = self._apply_ddl(known, work.ddls[index - 1][1], Step(batch, step, resolved), done)
+                known, step = self._apply_ddl(known, work.ddls[index - 1][1], Step(batch, step, resolved), done,
+                                              recovering)
                 key = work.key if known is None else (known.schema.database, known.schema.table)
             segment = work.segments.get(index)
             if segment is None or segment.changes == 0:
@@ -438,6 +443,7 @@ class Replicator:
                                         Step(batch, step, resolved), whole_images=segment.whole_images(known.schema),
                                         maybe_empty=maybe_empty)
                 killpoints.reached("table-merged")
+            self.history.write(work.key, known, index, Step(batch, step, resolved), recovering)
             maybe_empty = False
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
@@ -447,6 +453,7 @@ class Replicator:
     def _create(self, key: tuple[str, str], schema: TableSchema) -> TableState:
         target = self._target(*key)
         self.sink.create_table(target, schema)
+        self.history.created(TableState(schema, target))
         return TableState(schema, target)
 
     def _evolve_for_rows(self, key: tuple[str, str], known: TableState | None, segment: Segment) -> TableState:
@@ -461,11 +468,12 @@ class Replicator:
         return known
 
     def _evolve(self, known: TableState, changes: list[SchemaChange]) -> TableState:
-        changes = _not_made_yet(known.schema, changes)
+        changes = not_made_yet(known.schema, changes)
         try:
             # The sink plans against the table as it is, not as the state remembers it: a batch re-run after
             # a crash finds its DDL already applied, and plans nothing.
             self.sink.evolve_table(known.lake_table, known.schema, changes)
+            self.history.evolved(known, changes)
         except SchemaEvolutionError as error:
             raise SchemaEvolutionError(
                 f"{error} (the batch stopped at this change: the changes before it are applied, none after it; "
@@ -474,7 +482,7 @@ class Replicator:
         assert after is not None
         return TableState(after, known.lake_table, known.applied_ts)
 
-    def _apply_ddl(self, known: TableState | None, ddl: Ddl, last: Step, done: tuple[int, int]
+    def _apply_ddl(self, known: TableState | None, ddl: Ddl, last: Step, done: tuple[int, int], recovering: bool
                    ) -> tuple[TableState | None, int]:
         """``ddl`` applied to the table ``known`` after step ``last`` of the batch; the table after it and
         the batch's step count then (a TRUNCATE is a step of its own)."""
@@ -487,12 +495,14 @@ class Replicator:
                 continue  # a change to a table this job does not mirror (created before the stream began)
             elif isinstance(change, (DropTable, DropDatabase)):
                 self.sink.drop_table(known.lake_table)
+                self.history.dropped(known)
                 known = None
             elif isinstance(change, TruncateTable):
                 step += 1
                 if (last.batch, step) > done:
                     self.sink.truncate_table(known.lake_table, Step(last.batch, step, last.resolved_ts))
                     killpoints.reached("table-merged")
+                self.history.truncated(known, ddl, Step(last.batch, step, last.resolved_ts), recovering)
             elif isinstance(change, RenameTable):
                 known = self._rename(known, change)
             else:
@@ -506,6 +516,7 @@ class Replicator:
         schema = known.schema
         renamed = TableSchema(change.database, change.table, schema.columns, schema.indexes, schema.table_id,
                               schema.version)
+        self.history.renamed(known, TableState(renamed, target))
         return TableState(renamed, target, known.applied_ts)
 
     def _target(self, database: str, table: str) -> str:
@@ -561,20 +572,3 @@ def _register(state: JobState, upstream: tuple[str, str], known: TableState | No
         state.tables.pop(upstream, None)
         if resolved is not None:
             state.gone[upstream] = resolved
-
-
-def _not_made_yet(schema: TableSchema, changes: list[SchemaChange]) -> list[SchemaChange]:
-    """The column changes ``schema`` does not show yet: a DDL delivered again (at-least-once) or a
-    column its rows brought in before the ADD COLUMN arrived is not made twice."""
-    names = {c.name.lower() for c in schema.columns}
-    kept: list[SchemaChange] = []
-    for change in changes:
-        if isinstance(change, AddColumn) and change.column.name.lower() in names:
-            continue
-        if isinstance(change, DropColumn) and change.name.lower() not in names:
-            continue
-        if isinstance(change, RenameColumn) and (change.old.lower() not in names or change.new.lower() in names):
-            continue
-        kept.append(change)
-        names = {c.name.lower() for c in (schema_after(schema, kept) or schema).columns}
-    return kept

@@ -43,12 +43,15 @@ def table_exists(spark: SparkSession, ident: str) -> bool:
     return bool(spark.catalog.tableExists(ident))
 
 
-def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings: WriteSettings) -> None:
-    """The mirror of ``schema``, if it does not exist yet. Every column is nullable: a delete's image
-    or a partial update may lack any of them, and Iceberg cannot relax a required column later."""
+def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings: WriteSettings,
+                 extra: Sequence[tuple[str, str]] = ()) -> None:
+    """The mirror of ``schema``, if it does not exist yet, with the ``extra`` columns (name, Spark type)
+    after its own. Every column is nullable: a delete's image or a partial update may lack any of them,
+    and Iceberg cannot relax a required column later."""
     namespace = ".".join(quote(part) for part in unquote_parts(ident)[:-1])
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    columns = ", ".join(f"{quote(c.name)} {lake_type(c.type)}" for c in schema.columns)
+    columns = ", ".join([*(f"{quote(c.name)} {lake_type(c.type)}" for c in schema.columns),
+                         *(f"{quote(name)} {spark_type}" for name, spark_type in extra)])
     mode = settings.write_mode
     # No distribution for MERGE: the tables are not partitioned, so Iceberg's default (hash by
     # partition) would gather each MERGE's writes into one task; each task writes its own files instead.
@@ -75,9 +78,11 @@ def last_step(spark: SparkSession, ident: str) -> tuple[int, int]:
     return (int(summary.get(BATCH_PROPERTY, 0)), int(summary.get(STEP_PROPERTY, 0)))
 
 
-def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False) -> DataFrame:
+def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False, carried: Sequence[str] = ()
+                 ) -> DataFrame:
     """The net changes as ``_op`` and ``_row``, a struct of the table's columns typed, and, unless every
-    image holds every column (``whole_images``), ``_absent``: the columns an image lacks.
+    image holds every column (``whole_images``), ``_absent``: the columns an image lacks; the ``carried``
+    columns of ``net`` kept as they are.
 
     The table's columns are fields of ``_row``, never columns beside the job's own: a table may have a
     column named ``_op`` or ``_absent`` (any name MySQL allows), and it must not shadow them."""
@@ -94,7 +99,7 @@ def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False
     row = F.struct(*(F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns))
     names = ", ".join(sql_string(c.name) for c in schema.columns)
     absent = F.expr(f"filter(array({names}), x -> NOT map_contains_key(_m, x))").alias("_absent")
-    return parsed.select(F.col("_op"), absent, row.alias(ROW))
+    return parsed.select(F.col("_op"), *carried, absent, row.alias(ROW))
 
 
 @dataclass(frozen=True)
