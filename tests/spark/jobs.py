@@ -64,11 +64,9 @@ class Job:
                                on_bad_message=self.on_bad_message, **settings)
 
     def write_toml(self, path: Path, captured: Path, warehouse: Path, master: str = "local[2]",
-                   spark: Mapping[str, str] | None = None, jars: Iterable[str] = (), sink: str | None = None,
-                   tables: Mapping[str, Any] | None = None) -> Path:
+                   spark: Mapping[str, str] | None = None, jars: Iterable[str] = (), sink: str | None = None) -> Path:
         """The job as a ``cdclake replicate --config`` file; ``spark``: Spark settings of its session;
-        ``jars``: jars added to cdclake's own; ``sink``: a database's URL, for its tables; ``tables``: more
-        keys of its ``[tables]``."""
+        ``jars``: jars added to cdclake's own; ``sink``: a database's URL, for its tables."""
         def value(item: Any) -> str:
             return json.dumps(item)  # TOML's basic strings, integers and booleans are spelled as in JSON
 
@@ -81,7 +79,6 @@ class Job:
             "[lake]", f"warehouse = {value(str(warehouse))}", f"namespace = {value(self.namespace)}",
             f"master = {value(master)}", f"spark = {table(spark or {})}", f"jars = {value(list(jars))}",
             "[tables]", f"target-namespace = {value(self.target_namespace)}",
-            *(f"{name} = {value(item)}" for name, item in (tables or {}).items()),
             "[batch]", f"max-records = {self.max_records}", f"on-bad-message = {value(self.on_bad_message)}",
             *(["[sink]", f"url = {value(sink)}"] if sink is not None else []),
             "",
