@@ -128,6 +128,11 @@ def test_a_change_of_untracked_columns_changes_the_current_version_in_place() ->
     ]
 
 
+def test_every_update_begins_a_version_when_every_column_is_tracked() -> None:
+    same = _update(20, {"a": "x"}, {"a": "x"})
+    assert [action.action for action in versions_of_key([same], ALL)] == ["close", "insert"]
+
+
 def test_deleted_versions_go_when_not_kept() -> None:
     dropping = HistorySettings(("*",), keep_deleted=False)
     changes = [KeyChange("delete", 20, KEY, {**KEY, "a": "x"}), KeyChange("insert", 30, KEY, None, {**KEY, "a": "z"}),
@@ -171,12 +176,15 @@ def test_the_history_at_a_ts_is_what_the_whole_history_held_then() -> None:
 
 
 def test_kept_versions_join_those_an_untracked_change_ended_and_drop_deleted_ones() -> None:
-    versions = [Version({"id": 1, "a": "x", "b": 1}, 10, 20, "update"),
-                Version({"id": 1, "a": "x", "b": 2}, 20, 30, "update"),
+    versions = [Version({"id": 1, "a": "x", "b": 1}, 10, 20, "update", frozenset("b")),
+                Version({"id": 1, "a": "x", "b": 2}, 20, 30, "update", frozenset("a")),
                 Version({"id": 1, "a": "y", "b": 2}, 30, 40, "delete"), Version({"id": 1, "a": "y", "b": 5}, 50)]
     only_a = HistorySettings(("*",), track_columns=("a",), keep_deleted=False)
     assert kept_versions(versions, lambda row: (row["id"],), only_a) == [
-        Version({"id": 1, "a": "x", "b": 2}, 10, 30, "update"), Version({"id": 1, "a": "y", "b": 5}, 50)]
+        Version({"id": 1, "a": "x", "b": 2}, 10, 30, "update", frozenset("a")),
+        Version({"id": 1, "a": "y", "b": 5}, 50)]
+    # Tracked on every column, each UPDATE begins a version, whatever its images show now.
+    assert kept_versions(versions[:2], lambda row: (row["id"],), ALL) == versions[:2]
     rows = workload_history_rows()
     assert all(row[IS_CURRENT] == (row[END_TS] is None) for row in rows)
     assert all(row[START_AT] == wall_clock(row[START_TS]) for row in rows)

@@ -83,6 +83,12 @@ class HistorySettings:
         """One regular expression any table with history matches in whole."""
         return "|".join(f"(?:{pattern.pattern})" for pattern in self._patterns)
 
+    @property
+    def restricted(self) -> bool:
+        """Whether history is tracked on some columns only: else every UPDATE begins a version, even one
+        whose images look the same as a format carries them."""
+        return self.track_columns is not None or self.track_except is not None
+
     def tracks(self, column: str) -> bool:
         """Whether a change of ``column`` opens a new version (names compared as MySQL does, ignoring case)."""
         name = column.lower()
@@ -149,7 +155,7 @@ def versions_of_key(changes: Sequence[KeyChange], settings: HistorySettings) -> 
         if change.op == "insert":
             opened.append({"image": dict(change.after or {}), "start": change.commit_ts, "end": None, "op": None})
             continue
-        if change.op == "update" and not _tracked_change(change, current, settings):
+        if change.op == "update" and settings.restricted and not _tracked_change(change, current, settings):
             (current["image"] if current is not None else patch).update(change.after or {})
             continue
         end_op = "update" if change.op == "update" else "delete"

@@ -31,10 +31,14 @@ KeyOf = Callable[[Row], tuple[Any, ...]]
 
 @dataclass(frozen=True)
 class Version:
+    """A row's version; ``changed``: the columns the UPDATE that ended it changed, named as they were
+    then (a history tracked on some columns follows the names of the moment)."""
+
     row: Row
     start_ts: int
     end_ts: int | None = None
     end_op: str | None = None
+    changed: frozenset[str] = frozenset()
 
 
 class TableHistory:
@@ -49,13 +53,15 @@ class TableHistory:
         self._open[self.key_of(row)] = len(self.versions)
         self.versions.append(Version(row, ts))
 
-    def closed(self, row: Row, ts: int, op: str) -> None:
+    def closed(self, row: Row, ts: int, op: str, changed: frozenset[str] = frozenset()) -> None:
         index = self._open.pop(self.key_of(row))
-        self.versions[index] = replace(self.versions[index], end_ts=ts, end_op=op)
+        self.versions[index] = replace(self.versions[index], end_ts=ts, end_op=op, changed=changed)
 
     def updated(self, before: Row, after: Row, ts: int) -> None:
-        same_key = self.key_of(before) == self.key_of(after)
-        self.closed(before, ts, "update" if same_key else "delete")
+        if self.key_of(before) == self.key_of(after):
+            self.closed(before, ts, "update", frozenset(c for c, value in after.items() if before.get(c) != value))
+        else:
+            self.closed(before, ts, "delete")
         self.opened(after, ts)
 
     def truncated(self, ts: int) -> None:
@@ -83,8 +89,8 @@ def kept_versions(versions: Iterable[Version], key_of: KeyOf, settings: HistoryS
     for version in versions:
         key = key_of(version.row)
         previous = kept[last[key]] if key in last else None
-        if previous is not None and previous.end_op == "update" and previous.end_ts == version.start_ts and not any(
-                settings.tracks(column) and previous.row.get(column) != value for column, value in version.row.items()):
+        if (previous is not None and previous.end_op == "update" and previous.end_ts == version.start_ts
+                and settings.restricted and not any(settings.tracks(column) for column in previous.changed)):
             kept[last[key]] = replace(version, start_ts=previous.start_ts)
             continue
         last[key] = len(kept)
