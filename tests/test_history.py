@@ -25,6 +25,9 @@ from cdclake.schema.history import (
     history_schema,
     versions_of_key,
 )
+from cdclake.schema.names import Naming
+from cdclake.sinks.iceberg.sink import IcebergSink
+from cdclake.spark.history import HistoryKeeper
 from cdclake.spark.replicate import ReplicateConfig
 from cdclake.types import MySQLType
 from cdclake.workload import Workload, WorkloadSpec
@@ -91,6 +94,15 @@ def test_a_history_table_adds_its_version_columns_and_refuses_a_column_of_theirs
     clash = TableSchema("shop", "orders", (ColumnSchema("__START_TS", MySQLType.parse("int")),))
     with pytest.raises(OptionError, match=r"shop\.orders has a column named __start_ts"):
         history_schema(clash)
+
+
+def test_a_history_table_may_not_take_a_mirrors_name() -> None:
+    keeper = HistoryKeeper(IcebergSink.__new__(IcebergSink), HistorySettings((r"shop\.orders",)),
+                           Naming("cdclake", "{database}", {}))
+    refusal = r"the history table of shop\.orders would be shop\.orders_history, the mirror of shop\.orders_history"
+    with pytest.raises(OptionError, match=refusal), keeper.batch(None, [("shop", "orders")],
+                                                                 [("shop", "orders_history")]):
+        pass
 
 
 # --- one key's changes as version actions -------------------------------------------------------------------

@@ -17,10 +17,11 @@ column              type                    what it holds
 ``__is_current``    boolean                 whether it is the key's current version (``__end_ts`` NULL)
 =================== ======================= ===============================================================
 
-Options, as Spark Auto CDC names them: history tracked only on some columns (``track-history-columns``)
-or on all but some (``track-history-except``): an UPDATE that changes no tracked column changes the
-current version in place instead of opening a new one; and whether a version a delete (or TRUNCATE)
-ended stays, closed (``history-keep-deleted``, the default), or goes.
+Every UPDATE begins a version. Options, as Spark Auto CDC names them: history tracked only on some
+columns (``track-history-columns``) or on all but some (``track-history-except``): an UPDATE that
+changes no tracked column (its before and after images compared) changes the current version in place
+instead; and whether a version a delete (or TRUNCATE) ended stays, closed (``history-keep-deleted``, the
+default), or goes.
 """
 
 from __future__ import annotations

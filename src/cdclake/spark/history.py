@@ -23,7 +23,7 @@ from cdclake.errors import OptionError
 from cdclake.model import Ddl
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.history import HISTORY_SUFFIX, HistorySettings, KeyChange, versions_of_key
-from cdclake.schema.names import Naming
+from cdclake.schema.names import Naming, RefusedName
 from cdclake.sinks.base import HistorySink, Sink, Step
 from cdclake.spark import killpoints
 from cdclake.spark.progress import TableState
@@ -95,15 +95,19 @@ class HistoryKeeper:
     # --- one batch ---------------------------------------------------------------------------------------
 
     @contextmanager
-    def batch(self, rows: DataFrame, tables: Iterable[tuple[str, str]]) -> Iterator[None]:
+    def batch(self, rows: DataFrame, tables: Iterable[tuple[str, str]], mirrored: Iterable[tuple[str, str]]
+              ) -> Iterator[None]:
         """While a batch's tables are applied: the version actions of ``rows``, its segmented row changes
-        (:meth:`~cdclake.spark.planning.TablePlanner.segmented_rows`), where one of ``tables`` has history."""
+        (:meth:`~cdclake.spark.planning.TablePlanner.segmented_rows`), where one of ``tables`` (those the
+        batch changes) has history; ``mirrored``: the tables the job knows, whose names no history may take."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
+        tables = list(tables)
         if not any(self.settings.wanted(*key) for key in tables):
             yield
             return
+        self._check_names({*tables, *mirrored})
         name = F.concat_ws(".", "database", "table")
         actions = version_actions(rows.filter(name.rlike(f"^(?:{self.settings.regex()})$")), self.settings)
         self._actions = actions.persist(StorageLevel.MEMORY_AND_DISK_DESER)
@@ -113,6 +117,28 @@ class HistoryKeeper:
         finally:
             self._actions.unpersist()
             self._actions = None
+
+    def _check_names(self, tables: set[tuple[str, str]]) -> None:
+        """Refuse a history table whose name a mirror has (upstream ``orders`` and ``orders_history``)."""
+        targets = {key: self._mirror_of(key) for key in tables}
+        mirrors = {target: key for key, target in targets.items() if target is not None}
+        for (database, table), target in targets.items():
+            if target is None or not self.settings.wanted(database, table):
+                continue
+            namespace, name = target
+            taken = mirrors.get((namespace, name + HISTORY_SUFFIX))
+            if taken is not None:
+                raise OptionError(f"history: the history table of {database}.{table} would be "
+                                  f"{namespace}.{name}{HISTORY_SUFFIX}, the mirror of {'.'.join(taken)}: leave "
+                                  "one of them out of history, or map it elsewhere ([tables] mapping)")
+
+    def _mirror_of(self, key: tuple[str, str]) -> tuple[str, str] | None:
+        """The mirror's (namespace, table) of ``key``; None for a table the naming rule refuses (its
+        records went to the dead letters)."""
+        try:
+            return self.naming.target(*key)
+        except RefusedName:
+            return None
 
     def write(self, key: tuple[str, str], known: TableState, segment: int, step: Step, recovering: bool) -> None:
         """Segment ``segment`` of the batch's changes of ``key`` (the table's name as the batch found it),

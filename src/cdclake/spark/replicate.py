@@ -350,7 +350,7 @@ class Replicator:
             self.sink.append_dead_letters(dead, batch, recovering)
         net = self._net_changes(applicable, work)
         try:
-            with self.history.batch(self.planner.segmented_rows(applicable, work), work):
+            with self.history.batch(self.planner.segmented_rows(applicable, work), work, state.tables):
                 self._apply_tables(state, work, net, batch, recovering, resolved, report)
         finally:
             net.unpersist()
