@@ -61,6 +61,8 @@ def test_tracked_columns_ignore_case(settings: HistorySettings, tracked: set[str
 def test_settings_that_contradict_or_do_not_parse_are_refused() -> None:
     with pytest.raises(OptionError, match="give one of them, not both"):
         HistorySettings(("*",), track_columns=("a",), track_except=("b",))
+    with pytest.raises(OptionError, match="name the tables that keep one with history"):
+        HistorySettings(track_except=("b",))
     with pytest.raises(OptionError, match=r"history = 'shop\.\(': not a regular expression"):
         HistorySettings(("shop.(",))
 

@@ -64,6 +64,9 @@ class HistorySettings:
     def __post_init__(self) -> None:
         if self.track_columns is not None and self.track_except is not None:
             raise OptionError("track-history-columns and track-history-except: give one of them, not both")
+        if not self.tables and (self.restricted or not self.keep_deleted):
+            raise OptionError("track-history-columns, track-history-except and history-keep-deleted say how history "
+                              "tables are kept: name the tables that keep one with history")
         patterns = []
         for pattern in self.tables:
             try:
