@@ -270,7 +270,8 @@ def section(args: argparse.Namespace, done: Soak, outcome: Outcome, loads: tuple
         f"Machine: {machine()}; each run `local[2]`; load average {loads[0]} (1 min) at the start, {loads[1]} at "
         "the end (the machine is shared)  ",
         f"Workload: `WorkloadSpec(seed={args.seed}, transactions={args.transactions}, tables={args.tables}, "
-        f"rename_table=True{'' if args.sink == 'iceberg' else ', text_nul=False'})` in {args.format}, {args.duplicates} re-sent ranges: {outcome.messages:,} "
+        f"rename_table=True{'' if args.sink == 'iceberg' else ', text_nul=False'})` in {args.format}, "
+        f"{args.duplicates} re-sent ranges: {outcome.messages:,} "
         f"messages on 4 partitions, cut in {args.kills + 1} slices, one appended before each run (what is left before "
         f"the last); batches of at most "
         f"{args.batch_records} records, {outcome.batches} batches committed",

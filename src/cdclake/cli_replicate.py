@@ -23,8 +23,10 @@ from rich.table import Table
 from cdclake.errors import CdclakeError
 from cdclake.formats import FORMAT_NAMES, get_codec
 from cdclake.jobconfig import JobSettings, job_settings, merged, read_toml
+from cdclake.schema.history import ALL_TABLES, HistorySettings
 from cdclake.spark.changes import decode_task_error
-from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig, Replicator
+from cdclake.spark.config import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig
+from cdclake.spark.replicate import Replicator
 from cdclake.spark.reporting import BatchProgress, BatchReport
 from cdclake.spark.session import build_session, new_log_file
 
@@ -114,6 +116,9 @@ def replicate(
                                                 "whose database.table matches REGEX.")] = None,
     exclude: Annotated[str | None, typer.Option("--exclude", metavar="REGEX", help="Leave out the tables whose "
                                                 "database.table matches REGEX (it wins over --include).")] = None,
+    history: Annotated[list[str] | None, typer.Option("--history", metavar="REGEX", help="Keep an SCD type 2 "
+                                                      "history table beside the mirror of each table whose "
+                                                      "database.table matches REGEX ('*': all); repeatable.")] = None,
     max_records: Annotated[int | None, typer.Option("--max-records", metavar="N", help="Records per batch, at "
                                                     f"most (default: {DEFAULT_MAX_BATCH_RECORDS}).")] = None,
     interval: Annotated[float | None, typer.Option("--interval", metavar="SECONDS",
@@ -156,7 +161,7 @@ def replicate(
         "format": {"name": format_name, "options": _pairs(option, "'--option'") or None},
         "lake": {"warehouse": warehouse, "catalog": catalog, "master": master},
         "sink": {"url": sink},
-        "tables": {"include": include, "exclude": exclude},
+        "tables": {"include": include, "exclude": exclude, "history": history},
         "batch": {"max-records": max_records, "interval-s": interval, "unresolved-tail": unresolved_tail,
                   "on-bad-message": on_bad_message, "unsupported-ddl": unsupported_ddl},
     }
@@ -315,6 +320,8 @@ def demo(
                                              "instead (jdbc:postgresql://...): into new schemas named "
                                              "demo_<time>_<database>, nothing of the database's own touched.")]
     = None,
+    history: Annotated[bool, typer.Option("--history", help="Keep a history table (SCD type 2) of every table "
+                                          "too, and compare each with the simulator's history.")] = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Simulate an upstream database, stream it in FORMAT to a captured topic (or Kafka), replicate it into
@@ -339,7 +346,8 @@ def demo(
         source = _demo_source(stream, directory, kafka or bootstrap_servers is not None, bootstrap_servers, stack)
         spark = cli_session(master, verbose, warehouse=directory / "warehouse")
         stack.callback(spark.stop)
-        config = _demo_config(format_name, stream.codec_options, max(1000, len(stream) // 3), sink)
+        config = _demo_config(format_name, stream.codec_options, max(1000, len(stream) // 3), sink,
+                              HistorySettings((ALL_TABLES,) if history else ()))
         started = time.monotonic()
         try:
             with _LiveDisplay() as display:
@@ -350,25 +358,27 @@ def demo(
             raise typer.Exit(1) from None
         console.print(run_summary(reports, time.monotonic() - started), soft_wrap=True)
         expected = workload.oracle().carried(format_name, stream.codec_options)
-        comparisons = _demo_comparisons(spark, config, expected.tables)
+        comparisons = _demo_comparisons(spark, config, {**expected.tables, **expected.history_tables(config.history)})
     _print_comparisons(console, comparisons)
     if not all(c.equal for c in comparisons):
         raise typer.Exit(1)
     where = f"warehouse in {directory / 'warehouse'}" if sink is None else f"schemas {config.namespace}_*"
-    console.print(f"every table equals the upstream; {where}")
+    histories = ", every history table the upstream's history" if history else ""
+    console.print(f"every table equals the upstream{histories}; {where}")
 
 
-def _demo_config(format_name: str, options: Mapping[str, Any], batch: int, sink: str | None) -> ReplicateConfig:
+def _demo_config(format_name: str, options: Mapping[str, Any], batch: int, sink: str | None,
+                 history: HistorySettings) -> ReplicateConfig:
     """The demo's job: into the local warehouse, or into schemas of the database ``sink`` names that no
     earlier run made (the job's own in ``demo_<time>``, each upstream database's in ``demo_<time>_<db>``)."""
     try:
         if sink is None:
-            return ReplicateConfig(format_name, options, max_batch_records=batch)
+            return ReplicateConfig(format_name, options, max_batch_records=batch, history=history)
         run = f"demo_{time.strftime('%Y%m%d%H%M%S')}"
         return ReplicateConfig(format_name, options, max_batch_records=batch, sink=sink, namespace=run,
-                               target_namespace=run + "_{database}")
+                               target_namespace=run + "_{database}", history=history)
     except CdclakeError as exc:
-        raise typer.BadParameter(str(exc), param_hint="'--sink'") from exc
+        raise typer.BadParameter(str(exc), param_hint="'--history'" if history else "'--sink'") from exc
 
 
 def _demo_comparisons(spark: SparkSession, config: ReplicateConfig, tables: Mapping[tuple[str, str], Any]

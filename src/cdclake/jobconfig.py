@@ -27,6 +27,9 @@
     exclude = "shop\\.tmp_.*"
     target-namespace = "{database}"
     mapping = { "shop.orders" = "sales.orders" }
+    history = ["shop\\.orders"]              # SCD type 2 history tables beside these mirrors ("*": all)
+    track-history-columns = ["status"]       # or track-history-except = ["updated_at"]: others change in place
+    history-keep-deleted = true              # a deleted row's last version stays, closed (false: it goes)
 
     [tables."shop.orders"]                   # an Iceberg mirror's layout, per pattern (cdclake/schema/layout.py)
     partition-by = ["bucket(16, id)", "days(created_at)"]
@@ -62,11 +65,12 @@ from typing import Any
 
 from cdclake.errors import OptionError
 from cdclake.formats import FORMAT_NAMES
+from cdclake.schema.history import HistorySettings
 from cdclake.schema.layout import LayoutRule, layout_rule
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sources import open_source
 from cdclake.sources.ranges import Source
-from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig
+from cdclake.spark.config import DEFAULT_MAX_BATCH_RECORDS, ReplicateConfig
 
 # What each key holds, checked as the file is read: unchecked, a string where a list belongs would be
 # read letter by letter (topics = "shop" as the topics s, h, o, p) and "false" would be true.
@@ -78,7 +82,9 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "lake": {"warehouse": _TEXT, "catalog": _TEXT, "namespace": _TEXT, "master": _TEXT, "spark": _TABLE,
              "jars": _TEXTS},
     "sink": {"url": _TEXT},
-    "tables": {"include": _TEXT, "exclude": _TEXT, "target-namespace": _TEXT, "mapping": _TABLE},
+    "tables": {"include": _TEXT, "exclude": _TEXT, "target-namespace": _TEXT, "mapping": _TABLE,
+               "history": _TEXTS, "track-history-columns": _TEXTS, "track-history-except": _TEXTS,
+               "history-keep-deleted": _BOOLEAN},
     "batch": {"max-records": _INTEGER, "interval-s": _NUMBER, "unresolved-tail": _TEXT, "on-bad-message": _TEXT,
               "incompatible-type-change": _TEXT, "fill-added-columns": _BOOLEAN, "unsupported-ddl": _TEXT,
               "write-mode": _TEXT,
@@ -184,6 +190,18 @@ def source_of(section: Mapping[str, Any]) -> Source:
         raise OptionError(f"[source]: {exc}") from None
 
 
+def history_settings(tables: Mapping[str, Any]) -> HistorySettings:
+    """The history tables ``[tables]`` asks for (:mod:`cdclake.schema.history`)."""
+    def names(key: str) -> tuple[str, ...] | None:
+        return tuple(tables[key]) if key in tables else None
+
+    try:
+        return HistorySettings(tuple(tables.get("history", ())), names("track-history-columns"),
+                               names("track-history-except"), bool(tables.get("history-keep-deleted", True)))
+    except OptionError as exc:
+        raise OptionError(f"[tables]: {exc}") from None
+
+
 def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
     format_section, lake, tables, batch = (sections.get(s, {}) for s in ("format", "lake", "tables", "batch"))
     if "name" not in format_section:
@@ -210,6 +228,7 @@ def job_settings(sections: Mapping[str, Mapping[str, Any]]) -> JobSettings:
         compact_every_s=float(batch.get("compact-every-s", 3600.0)),
         sink=sections.get("sink", {}).get("url"),
         layouts=layout_rules(tables),
+        history=history_settings(tables),
     )
     master = lake.get("master", "local[2]")
     return JobSettings(

@@ -17,7 +17,8 @@ from typing import Any
 
 from cdclake.model import RowChange
 from cdclake.sources.captured import CapturedTopics
-from cdclake.spark.replicate import DEFAULT_MAX_BATCH_RECORDS, BatchReport, ReplicateConfig, Replicator
+from cdclake.spark.config import DEFAULT_MAX_BATCH_RECORDS
+from cdclake.spark.replicate import BatchReport, ReplicateConfig, Replicator
 from cdclake.spark.verify import compare_tables
 from cdclake.workload import Stream, TableState
 from tests.spark.streams import Malformed, Partitions, decoded_in_order

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from cdclake.model import ColumnSchema, TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
@@ -197,6 +197,25 @@ class Sink(Protocol):
         """Rewrite those of ``targets`` whose changes lie in files readers must merge (Iceberg's delete
         files) so they no longer do, their rows unchanged; what was done to each table rewritten. No
         :class:`Step` is stored: :meth:`last_step` still returns the newest step of a batch."""
+
+
+@runtime_checkable
+class HistorySink(Protocol):
+    """A sink that keeps SCD type 2 history tables (:mod:`cdclake.schema.history`) beside mirrors. The
+    pipeline names a history table ``target`` as it names mirrors, and also evolves, renames, drops it and
+    reads its :meth:`Sink.last_step` with the :class:`Sink` calls; what is a history table's own:"""
+
+    def create_history(self, target: str, schema: TableSchema) -> None:
+        """A history table for the versions of ``schema``'s rows, unless ``target`` exists."""
+
+    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step) -> None:
+        """Apply ``actions`` (one segment's :class:`~cdclake.schema.history.VersionAction` records: ``_action``,
+        ``_image`` JSON of lake texts, ``_start_ts``, ``_end_ts``, ``_end_op``) to ``target``, the history of
+        ``schema``'s rows, with ``step``, atomically."""
+
+    def close_history(self, target: str, end_ts: int, keep: bool, step: Step) -> None:
+        """A TRUNCATE at ``end_ts``: every open version of ``target`` ended (``keep``) or removed, with
+        ``step``, atomically."""
 
 
 class StatusReader(Protocol):

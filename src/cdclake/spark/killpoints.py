@@ -9,7 +9,7 @@ costs one dictionary lookup. The points, in the order a batch reaches them:
 planned           the batch's ranges are recorded in the state table; nothing read yet
 decoded           the ranges are decoded and the batch's facts collected
 changelog         the changelog append is committed; no table changed yet
-table-merged      one MERGE (or TRUNCATE) of one table is committed (tables in between)
+table-merged      one MERGE (or TRUNCATE) of one table, or of its history table, is committed
 ddl-applied       one DDL's statements on one table are done
 tables-applied    every table is applied; the state (positions) not committed yet
 committed         the state after the batch is committed

@@ -20,19 +20,17 @@ what was committed, so each change is applied once, whatever the point of the cr
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdclake.errors import OptionError
 from cdclake.formats import get_codec
 from cdclake.model import Ddl, DdlKind, TableSchema
-from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy, stop_at_bad_message
+from cdclake.ordering.bad_messages import stop_at_bad_message
 from cdclake.schema.ddl.changes import (
     CreateTable,
     DropDatabase,
@@ -44,17 +42,16 @@ from cdclake.schema.ddl.changes import (
     schema_after,
 )
 from cdclake.schema.following import changes_to_apply
-from cdclake.schema.layout import LayoutRule, TableLayout, layout_for
-from cdclake.schema.names import Naming
-from cdclake.schema.policy import EvolutionPolicy, SchemaEvolutionError
-from cdclake.sinks import check_url as check_sink_url
+from cdclake.schema.policy import SchemaEvolutionError
 from cdclake.sinks import open_sink
-from cdclake.sinks.base import Sink, Step, refuse_layout
+from cdclake.sinks.base import Sink, Step
 from cdclake.sinks.iceberg.sink import IcebergSink
 from cdclake.sources.ranges import OffsetRange, PaceTracker, PartitionExtent, Source, plan_ranges
 from cdclake.spark import killpoints, records
 from cdclake.spark.batches import run_batches
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_tasks
+from cdclake.spark.config import ReplicateConfig as ReplicateConfig  # where callers have long imported it from
+from cdclake.spark.history import HistoryKeeper
 from cdclake.spark.ordering import Facts, Ordering, net_changes
 from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
@@ -66,85 +63,6 @@ from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-TAIL_CHOICES = ("keep", "apply")
-
-
-
-# Each batch pays several seconds of fixed costs (Spark jobs, commits, a MERGE per table) whatever its
-# size, so a backlog replicates faster in larger batches (BENCHMARKS.md compares 200,000 and 500,000).
-# A task decodes one partition's share of a batch and Spark caches it: 1,100,000 records over 8
-# partitions ran out of a 1 GiB heap, hence the larger heap session.py gives a local driver.
-DEFAULT_MAX_BATCH_RECORDS = 500_000
-
-
-@dataclass(frozen=True)
-class ReplicateConfig:
-    """What ``cdclake replicate`` does, whatever the source.
-
-    ``include``/``exclude`` are regular expressions matched against ``database.table`` (exclude
-    wins); ``table_mapping`` maps ``database.table`` to a lake ``namespace.table``; other tables go to
-    ``target_namespace`` (``{database}`` stands for the upstream database) under their own name.
-    ``unresolved_tail`` says what ``--once`` does with changes above the resolved ts once the source
-    has nothing more: ``keep`` them for a later run (transactionally consistent), or ``apply`` them.
-    ``sink`` is a database's URL (:data:`cdclake.sinks.SINKS`), where the tables and the job's own go
-    instead of Iceberg tables of ``catalog``; ``namespace`` is then the database schema of the job's own.
-    ``layouts`` partition the Iceberg mirrors and set their properties (:mod:`cdclake.schema.layout`).
-    """
-
-    format: str
-    format_options: Mapping[str, Any] = field(default_factory=dict)
-    catalog: str = "lake"
-    namespace: str = "cdclake"
-    include: str | None = None
-    exclude: str | None = None
-    table_mapping: Mapping[str, str] = field(default_factory=dict)
-    target_namespace: str = "{database}"
-    max_batch_records: int = DEFAULT_MAX_BATCH_RECORDS
-    unresolved_tail: str = "keep"
-    on_bad_message: str = DEAD_LETTER
-    evolution: EvolutionPolicy = field(default_factory=EvolutionPolicy)
-    write_mode: str = "merge-on-read"
-    parallel_tables: int = 4
-    schema_wait_s: float = 600.0
-    expire_snapshots_every_s: float = 3600.0
-    compact_every_s: float = 3600.0
-    sink: str | None = None
-    layouts: tuple[LayoutRule, ...] = ()
-
-    def __post_init__(self) -> None:
-        # A wrong format or option name is refused here, before a session or a table is touched.
-        get_codec(self.format).resolve(self.format_options)
-        if self.sink is not None:
-            check_sink_url(self.sink)
-            for rule in self.layouts:
-                refuse_layout(rule.layout)
-        if self.unresolved_tail not in TAIL_CHOICES:
-            raise OptionError(f"unresolved-tail={self.unresolved_tail!r}: one of {', '.join(TAIL_CHOICES)}")
-        check_bad_message_policy(self.on_bad_message)
-        if self.max_batch_records < 1:
-            raise OptionError(f"max-batch-records={self.max_batch_records}: must be at least 1")
-        if self.schema_wait_s < 0:
-            raise OptionError(f"schema-wait-s={self.schema_wait_s}: must not be negative")
-        for name, every in (("expire-snapshots-every-s", self.expire_snapshots_every_s),
-                            ("compact-every-s", self.compact_every_s)):
-            if every < 0:
-                raise OptionError(f"{name}={every}: must not be negative (0: never)")
-        for name, pattern in (("include", self.include), ("exclude", self.exclude)):
-            if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise OptionError(f"{name}={pattern!r}: not a regular expression: {exc}") from None
-        self.naming().check()
-
-    def layout_for(self, database: str, table: str) -> TableLayout | None:
-        return layout_for(self.layouts, database, table)
-
-    def naming(self) -> Naming:
-        """Where the job puts each upstream table, and which it refuses (:mod:`cdclake.schema.names`)."""
-        return Naming(self.namespace, self.target_namespace, self.table_mapping)
-
 
 class Replicator:
     """Replicates ``source`` into the catalog's tables: :meth:`run` loops, :meth:`step` runs one batch
@@ -162,6 +80,7 @@ class Replicator:
         self.planner = TablePlanner(self.ordering, config.evolution.unsupported_ddl)
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
+        self.history = HistoryKeeper(self.sink, config.history, self.naming)
         self._paces = PaceTracker()
         self._progress = ProgressTracker(on_progress)
         self._read_counter = read_counter(spark)
@@ -286,7 +205,7 @@ class Replicator:
         """The sink's upkeep of the tables the job writes, between batches, each on its own clock: the
         tables compacted once per ``compact_every_s``, snapshots expired once per ``expire_snapshots_every_s``
         (after a compaction, so the files it replaced go once they are old enough)."""
-        targets = [known.lake_table for known in state.tables.values()]
+        targets = [known.lake_table for known in state.tables.values()] + self.history.targets()
         if self._due("compacted", self.config.compact_every_s):
             self.sink.compact(targets)
         if self._due("expired", self.config.expire_snapshots_every_s):
@@ -364,7 +283,8 @@ class Replicator:
             self.sink.append_dead_letters(dead, batch, recovering)
         net = self._net_changes(applicable, work)
         try:
-            self._apply_tables(state, work, net, batch, recovering, resolved, report)
+            with self.history.batch(self.planner.segmented_rows(applicable, work), work, state.tables):
+                self._apply_tables(state, work, net, batch, recovering, resolved, report)
         finally:
             net.unpersist()
         killpoints.reached("tables-applied")
@@ -444,7 +364,8 @@ class Replicator:
         table_net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
         for index in range(len(work.ddls) + 1):
             if index > 0:
-                known, step = self._apply_ddl(known, work.ddls[index - 1][1], Step(batch, step, resolved), done)
+                known, step = self._apply_ddl(known, work.ddls[index - 1][1], Step(batch, step, resolved), done,
+                                              recovering)
                 key = work.key if known is None else (known.schema.database, known.schema.table)
             segment = work.segments.get(index)
             if segment is None or segment.changes == 0:
@@ -456,6 +377,7 @@ class Replicator:
                                         Step(batch, step, resolved), whole_images=segment.whole_images(known.schema),
                                         maybe_empty=maybe_empty)
                 killpoints.reached("table-merged")
+            self.history.write(work.key, known, index, Step(batch, step, resolved), recovering)
             maybe_empty = False
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
@@ -475,6 +397,7 @@ class Replicator:
     def _create(self, key: tuple[str, str], schema: TableSchema) -> TableState:
         target = self._target(*key)
         self.sink.create_table(target, schema, self.config.layout_for(*key))
+        self.history.created(TableState(schema, target))
         return TableState(schema, target)
 
     def _evolve_for_rows(self, key: tuple[str, str], known: TableState | None, segment: Segment) -> TableState:
@@ -494,6 +417,7 @@ class Replicator:
             # The sink plans against the table as it is, not as the state remembers it: a batch re-run after
             # a crash finds its DDL already applied, and plans nothing.
             self.sink.evolve_table(known.lake_table, known.schema, changes)
+            self.history.evolved(known, changes)
         except SchemaEvolutionError as error:
             raise SchemaEvolutionError(
                 f"{error} (the batch stopped at this change: the changes before it are applied, none after it; "
@@ -502,7 +426,7 @@ class Replicator:
         assert after is not None
         return TableState(after, known.lake_table, known.applied_ts)
 
-    def _apply_ddl(self, known: TableState | None, ddl: Ddl, last: Step, done: tuple[int, int]
+    def _apply_ddl(self, known: TableState | None, ddl: Ddl, last: Step, done: tuple[int, int], recovering: bool
                    ) -> tuple[TableState | None, int]:
         """``ddl`` applied to the table ``known`` after step ``last`` of the batch; the table after it and
         the batch's step count then (a TRUNCATE is a step of its own)."""
@@ -515,12 +439,14 @@ class Replicator:
                 continue  # a change to a table this job does not mirror (created before the stream began)
             elif isinstance(change, (DropTable, DropDatabase)):
                 self.sink.drop_table(known.lake_table)
+                self.history.dropped(known)
                 known = None
             elif isinstance(change, TruncateTable):
                 step += 1
                 if (last.batch, step) > done:
                     self.sink.truncate_table(known.lake_table, Step(last.batch, step, last.resolved_ts))
                     killpoints.reached("table-merged")
+                self.history.truncated(known, ddl, Step(last.batch, step, last.resolved_ts), recovering)
             elif isinstance(change, RenameTable):
                 known = self._rename(known, change)
             else:
@@ -537,6 +463,7 @@ class Replicator:
         layout = self.config.layout_for(change.database, change.table)
         if layout is not None:
             self.sink.apply_layout(target, renamed, layout)
+        self.history.renamed(known, TableState(renamed, target))
         return TableState(renamed, target, known.applied_ts)
 
     def _target(self, database: str, table: str) -> str:

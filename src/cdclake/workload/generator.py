@@ -26,8 +26,9 @@ from typing import Any
 from cdclake.errors import CdclakeError
 from cdclake.model import ColumnSchema, Ddl, DdlKind, Op, RowChange, TableSchema
 from cdclake.types import MySQLType
+from cdclake.workload.history import TableHistory
 from cdclake.workload.keys import KeyMaker
-from cdclake.workload.oracle import Oracle, TableName, TableState
+from cdclake.workload.oracle import Oracle, TableName, TableState, key_of
 from cdclake.workload.tables import (
     CREATED_MID_STREAM,
     TableShape,
@@ -196,6 +197,7 @@ class _LiveTable:
         self._position: dict[Any, int] = {}
         self._next_row_id = 0
         self.set_schema(schema)
+        self.history = TableHistory(lambda row: key_of(self.key_columns, row))
 
     def set_schema(self, schema: TableSchema) -> None:
         self.schema = schema
@@ -242,6 +244,7 @@ class _LiveTable:
         events share them."""
         for handle, row in self.rows.items():
             self.rows[handle] = rewrite(row)
+        self.history.rewrite(rewrite)
 
     def value(self, rng: random.Random, column: str) -> Any:
         if column in self.nullable and rng.random() < self.spec.null_ratio:
@@ -356,6 +359,7 @@ class _Simulator:
                 return self._update(table, handle, commit_ts, touched)
             before = table.remove(handle)
             table.keys.forget(handle)
+            table.history.closed(before, commit_ts, "delete")
             return self._event(table, Op.DELETE, before, None, commit_ts)
         key = table.keys.new_key(rng, lambda key: key in table.rows or (name, key) in touched)
         row = dict(zip(table.keys.columns, key, strict=True))
@@ -363,6 +367,7 @@ class _Simulator:
         handle = table.new_handle(after)
         touched.add((name, handle))
         table.add(handle, after)
+        table.history.opened(after, commit_ts)
         return self._event(table, Op.INSERT, None, after, commit_ts)
 
     def _update(self, table: _LiveTable, handle: Any, commit_ts: int,
@@ -387,6 +392,7 @@ class _Simulator:
             table.keys.forget(handle)
             handle = table.handle_of(after)
         table.add(handle, after)
+        table.history.updated(before, after, commit_ts)
         return self._event(table, Op.UPDATE, before, after, commit_ts)
 
     @staticmethod
@@ -419,6 +425,7 @@ class _Simulator:
         target = qualified(before.database, before.table)
         if kind == "truncate table":
             table.clear()
+            table.history.truncated(commit_ts)
             after = replace(before, table_id=self.next_table_id, version=commit_ts)
             self.next_table_id += 1
             table.set_schema(after)
@@ -490,4 +497,5 @@ class _Simulator:
     # --- state ---
 
     def snapshot(self) -> dict[TableName, TableState]:
-        return {name: TableState.of(table.schema, table.rows.values()) for name, table in self.tables.items()}
+        return {name: TableState.of(table.schema, table.rows.values(), table.history.snapshot())
+                for name, table in self.tables.items()}

@@ -15,17 +15,22 @@ a consumer that applies the stream and ends with the oracle's rows has applied i
   consumer that has applied the stream up to a resolved ts must hold.
 * :meth:`Oracle.carried` is the same state as a format's consumer can have it (:func:`value_carrier`):
   Open Protocol sends an ENUM as its index, DataWorks a DECIMAL as text, and so on.
+* ``history`` holds every version of a table's rows (:mod:`cdclake.workload.history`);
+  :meth:`Oracle.history_tables` the history tables a job keeps of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from cdclake.formats import get_codec
 from cdclake.formats.base import ValueCarrier
 from cdclake.model import TableSchema
+from cdclake.schema.history import HISTORY_SUFFIX, HistorySettings, history_schema
+from cdclake.workload.history import Version, history_rows, kept_versions
 
 if TYPE_CHECKING:
     from cdclake.workload.generator import Workload
@@ -45,11 +50,12 @@ def key_of(key_columns: tuple[str, ...], row: Row) -> tuple[Any, ...]:
 class TableState:
     schema: TableSchema
     rows: Mapping[tuple[Any, ...], Row]
+    history: tuple[Version, ...] = ()
 
     @classmethod
-    def of(cls, schema: TableSchema, rows: Iterable[Row]) -> TableState:
+    def of(cls, schema: TableSchema, rows: Iterable[Row], history: Iterable[Version] = ()) -> TableState:
         key_columns = schema.key_columns
-        return cls(schema, {key_of(key_columns, row): row for row in rows})
+        return cls(schema, {key_of(key_columns, row): row for row in rows}, tuple(history))
 
 
 class Oracle:
@@ -71,9 +77,27 @@ class Oracle:
         tables = {}
         for name, state in self.tables.items():
             converters = {c.name: carry(c.type) for c in state.schema.columns}
-            rows = ({column: converters[column](value) for column, value in row.items()} for row in state.rows.values())
-            tables[name] = TableState.of(state.schema, rows)
+            converted = functools.partial(_converted, converters)
+            tables[name] = TableState.of(state.schema, map(converted, state.rows.values()),
+                                         (replace(version, row=converted(version.row)) for version in state.history))
         return Oracle(self.workload, self.ts, tables)
+
+    def history_tables(self, settings: HistorySettings) -> dict[TableName, TableState]:
+        """The history table a job with ``settings`` keeps of each table that has one, named as the table
+        with :data:`~cdclake.schema.history.HISTORY_SUFFIX`: its schema with the version columns, and its
+        rows (keyed by their place: a history table has no key of its own)."""
+        tables = {}
+        for (database, table), state in self.tables.items():
+            if settings.wanted(database, table):
+                versions = kept_versions(state.history, functools.partial(key_of, state.schema.key_columns), settings)
+                rows = history_rows(versions)
+                tables[(database, table + HISTORY_SUFFIX)] = TableState(
+                    history_schema(state.schema), {(index,): row for index, row in enumerate(rows)})
+        return tables
+
+
+def _converted(converters: Mapping[str, Callable[[Any], Any]], row: Row) -> Row:
+    return {column: converters[column](value) for column, value in row.items()}
 
 
 def value_carrier(format_name: str, options: Mapping[str, Any] | None = None) -> ValueCarrier:

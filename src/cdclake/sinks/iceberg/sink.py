@@ -20,7 +20,7 @@ from cdclake.schema.lake import quote
 from cdclake.schema.layout import TableLayout
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sinks.base import Compaction, Step
-from cdclake.sinks.iceberg import catalogs, compaction, evolution, state, tables
+from cdclake.sinks.iceberg import catalogs, compaction, evolution, history, state, tables
 from cdclake.sinks.iceberg import layout as mirror_layout
 from cdclake.sinks.iceberg.commit import with_commit_properties
 from cdclake.sources.ranges import OffsetRange
@@ -125,6 +125,17 @@ class IcebergSink:
 
     def drop_table(self, target: str) -> None:
         self.spark.sql(f"DROP TABLE IF EXISTS {target}")
+
+    # --- history tables (cdclake.schema.history) ---------------------------------------------------------
+
+    def create_history(self, target: str, schema: TableSchema) -> None:
+        history.create_history(self.spark, target, schema, self.settings)
+
+    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step) -> None:
+        history.write_history(self.spark, target, schema, actions, _properties(step))
+
+    def close_history(self, target: str, end_ts: int, keep: bool, step: Step) -> None:
+        history.close_history(self.spark, target, end_ts, keep, _properties(step))
 
     # --- the job's own tables ----------------------------------------------------------------------------
 

@@ -45,14 +45,15 @@ def table_exists(spark: SparkSession, ident: str) -> bool:
 
 
 def create_table(spark: SparkSession, ident: str, schema: TableSchema, settings: WriteSettings,
-                 layout: TableLayout | None = None) -> None:
-    """The mirror of ``schema``, if it does not exist yet, partitioned and with the properties ``layout``
-    asks (:mod:`cdclake.schema.layout`; its properties win over the job's). Every column is nullable: a
-    delete's image or a partial update may lack any of them, and Iceberg cannot relax a required column
-    later."""
+                 layout: TableLayout | None = None, extra: Sequence[tuple[str, str]] = ()) -> None:
+    """The mirror of ``schema``, if it does not exist yet, with the ``extra`` columns (name, Spark type)
+    after its own, partitioned and with the properties ``layout`` asks (:mod:`cdclake.schema.layout`; its
+    properties win over the job's). Every column is nullable: a delete's image or a partial update may
+    lack any of them, and Iceberg cannot relax a required column later."""
     namespace = ".".join(quote(part) for part in unquote_parts(ident)[:-1])
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    columns = ", ".join(f"{quote(c.name)} {lake_type(c.type)}" for c in schema.columns)
+    columns = ", ".join([*(f"{quote(c.name)} {lake_type(c.type)}" for c in schema.columns),
+                         *(f"{quote(name)} {spark_type}" for name, spark_type in extra)])
     fields = layout.partition_by if layout is not None and layout.partition_by else ()
     mode = settings.write_mode
     # Position deletes by partition: by file (Iceberg's default) a MERGE writes one delete file for each
@@ -86,9 +87,11 @@ def last_step(spark: SparkSession, ident: str) -> tuple[int, int]:
     return (int(summary.get(BATCH_PROPERTY, 0)), int(summary.get(STEP_PROPERTY, 0)))
 
 
-def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False) -> DataFrame:
+def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False, carried: Sequence[str] = ()
+                 ) -> DataFrame:
     """The net changes as ``_op`` and ``_row``, a struct of the table's columns typed, and, unless every
-    image holds every column (``whole_images``), ``_absent``: the columns an image lacks.
+    image holds every column (``whole_images``), ``_absent``: the columns an image lacks; the ``carried``
+    columns of ``net`` kept as they are.
 
     The table's columns are fields of ``_row``, never columns beside the job's own: a table may have a
     column named ``_op`` or ``_absent`` (any name MySQL allows), and it must not shadow them."""
@@ -105,7 +108,7 @@ def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False
     row = F.struct(*(F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns))
     names = ", ".join(sql_string(c.name) for c in schema.columns)
     absent = F.expr(f"filter(array({names}), x -> NOT map_contains_key(_m, x))").alias("_absent")
-    return parsed.select(F.col("_op"), absent, row.alias(ROW))
+    return parsed.select(F.col("_op"), *carried, absent, row.alias(ROW))
 
 
 @dataclass(frozen=True)
