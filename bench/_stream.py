@@ -10,16 +10,22 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark import cloudpickle
+
 import cdclake.model
 from cdclake.sources.captured import CapturedTopics
-from cdclake.sources.ranges import OffsetRange, PartitionExtent, plan_ranges
+from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.workload import Workload, WorkloadSpec, messages, write_captured
+
+# Spark's workers cannot import bench/'s modules: what of this one goes into a task (Prefix) goes by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 OPTIONS: dict[str, dict[str, Any]] = {
     "open": {},
@@ -54,6 +60,20 @@ class CapturedStream:
     @property
     def source(self) -> CapturedTopics:
         return CapturedTopics(self.root, [self.topic])
+
+
+class Prefix:
+    """The first ``per_partition`` records of each partition of ``source``: a warm-up's source."""
+
+    def __init__(self, source: Source, per_partition: int) -> None:
+        self.source, self.per_partition = source, per_partition
+
+    def extents(self) -> dict[tuple[str, int], PartitionExtent]:
+        return {tp: PartitionExtent(e.low, min(e.high, e.low + self.per_partition))
+                for tp, e in self.source.extents().items()}
+
+    def read(self, offset_range: OffsetRange) -> Iterator[Any]:
+        return self.source.read(offset_range)
 
 
 def workload_spec(events: int, text_nul: bool = True) -> WorkloadSpec:

@@ -24,14 +24,13 @@ import os
 import shutil
 import statistics
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _stream import cache_root, prepared_stream
+from _stream import Prefix, cache_root, prepared_stream
 from benchmarks_md import command_line, load_average, machine, publish
 
-from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source
 from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.session import build_session, new_log_file
 
@@ -42,20 +41,6 @@ TARGET_S = 5.0
 OPTIONS = {"enable-tidb-extension": True}
 _TICK = os.sysconf("SC_CLK_TCK")
 
-
-class Prefix:
-    """The first ``per_partition`` records of each partition of ``source``: the warm-up's source (defined
-    in the script, which Spark pickles by value: its workers cannot import bench/'s modules)."""
-
-    def __init__(self, source: Source, per_partition: int) -> None:
-        self.source, self.per_partition = source, per_partition
-
-    def extents(self) -> dict[tuple[str, int], PartitionExtent]:
-        return {tp: PartitionExtent(e.low, min(e.high, e.low + self.per_partition))
-                for tp, e in self.source.extents().items()}
-
-    def read(self, offset_range: OffsetRange) -> Iterator[Any]:
-        return self.source.read(offset_range)
 
 
 def tree_cpu_seconds() -> float:

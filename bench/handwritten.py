@@ -251,3 +251,15 @@ def run(spark: Any, messages: Any, format_name: str, tables: Sequence[FinalTable
     changes.unpersist()
     logged = spark.table(changelog).count()
     return HandwrittenResult(name, label, seconds, setup, logged, len(tables), parallel)
+
+
+def parse_only(messages: Any, format_name: str, tables: Sequence[FinalTable]) -> tuple[float, int]:
+    """Spark's own parsing of the messages into row changes (``from_json``, ``posexplode``), counted by op
+    with each image's size, so that every image is parsed and nothing is kept: the seconds and the row
+    changes. Issue 20's fifth target weighs cdclake's decoding against this, per core (both use every core)."""
+    from pyspark.sql import functions as F
+
+    start = time.perf_counter()
+    counted = row_changes(messages, format_name, tables).groupBy("op").agg(
+        F.count("*").alias("changes"), F.sum(F.size(F.coalesce("after", "before"))).alias("values")).collect()
+    return time.perf_counter() - start, sum(row["changes"] for row in counted)

@@ -49,13 +49,13 @@ import platform
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import handwritten  # bench/ is on the path when a script here runs
-from _stream import OPTIONS, PARTITIONS, CapturedStream, batch_plans, cache_root, prepared_stream
+from _stream import OPTIONS, PARTITIONS, CapturedStream, Prefix, batch_plans, cache_root, prepared_stream
 from _timing import PHASES, SparkActivity, StepTimes, Timeline, overhead_table, spark_activity, step_times
 from benchmarks_md import command_line, load_average, machine, publish
 
@@ -64,7 +64,7 @@ from cdclake.localkafka import KAFKA_BROKER, LocalKafka
 from cdclake.model import Origin, RawMessage
 from cdclake.sinks.iceberg.tables import KEY_PROPERTY
 from cdclake.sources.kafka import KafkaTopics, create_topic
-from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source
+from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.spark.changes import CHANGE_DDL, CarriedMessage, DecodeTask, decode_tasks
 from cdclake.spark.jars import ICEBERG_VERSION
 from cdclake.spark.progress import prune_primes
@@ -81,20 +81,6 @@ MASTER = "local[2]"
 CATALOG = "lake"
 WARM_UP_MESSAGES = 1_000  # per partition
 
-
-class Prefix:
-    """The first ``per_partition`` records of each partition of ``source``: the warm-up's source. Defined
-    in the script, which Spark pickles by value into its tasks: its workers cannot import bench/'s modules."""
-
-    def __init__(self, source: Source, per_partition: int) -> None:
-        self.source, self.per_partition = source, per_partition
-
-    def extents(self) -> dict[tuple[str, int], PartitionExtent]:
-        return {tp: PartitionExtent(e.low, min(e.high, e.low + self.per_partition))
-                for tp, e in self.source.extents().items()}
-
-    def read(self, offset_range: OffsetRange) -> Iterator[Any]:
-        return self.source.read(offset_range)
 
 
 # --- the measures ----------------------------------------------------------------------------------
@@ -344,6 +330,13 @@ def rates_table(measured: Measured) -> str:
         f"{' s and '.join(f'{d.seconds:,.1f}' for d in measured.decodes)} s) | {len(measured.runs[0].batches)} | "
         f"{decoded.seconds:,.1f} | {_rate(events, decoded.seconds)} | | |",
     ]
+    if measured.spark_parsing:
+        parsed = min(seconds for seconds, _ in measured.spark_parsing)
+        lines.append(f"| Spark's own parsing of the same messages, for reference (`from_json`, `posexplode`, counted "
+                     f"by op; {measured.spark_parsing[0][1]:,} row changes; the faster of "
+                     f"{' s and '.join(f'{s:,.1f}' for s, _ in measured.spark_parsing)} s) | 1 | {parsed:,.1f} | "
+                     f"{_rate(events, parsed)} | | decode only ÷ it: {parsed / decoded.seconds:.2f} "
+                     f"(target ≥ 1.0×: {_verdict(parsed >= decoded.seconds)}) |")
     for run in measured.runs:
         if run.label in hand:
             written = hand[run.label]
@@ -487,6 +480,7 @@ class Measured:
     commits: dict[str, list[float]]  # per run, when each of its Iceberg commits was made
     kafka: KafkaTopic | None = None
     activity: SparkActivity | None = None  # from the event log, once the session has stopped
+    spark_parsing: list[tuple[float, int]] = field(default_factory=list)  # (s, row changes), twice
 
     @property
     def decoded(self) -> DecodeResult:
@@ -530,13 +524,21 @@ def measure(spark: Any, stream: CapturedStream, args: argparse.Namespace) -> Mea
                 written.append(run_handwritten(spark, stream, messages, "Kafka", runs[0], args.handwritten_parallel))
     decodes.append(decode_only(spark, stream, plans))
     print(f"decode only, again: {decodes[1].seconds:,.1f} s", flush=True)
+    if by_hand:
+        tables = handwritten.final_tables(spark, {u: lake for u, (lake, _) in lake_tables(spark, runs[0]).items()},
+                                          KEY_PROPERTY)
+        parsed = [handwritten.parse_only(handwritten.captured_messages(spark, stream.root, stream.topic),
+                                         stream.format_name, tables) for _ in range(2)]
+        print(f"Spark's own parsing: {parsed[0][1]:,} row changes in {min(p[0] for p in parsed):,.1f} s", flush=True)
+    else:
+        parsed = []
     if decodes[0].kinds != decodes[1].kinds:
         raise SystemExit(f"two decode-only passes decoded different records: {decodes[0].kinds} != {decodes[1].kinds}")
     commits = {run.name: commit_times(spark, run) for run in runs}
     check_runs(spark, runs, written, decodes[0].row_events)  # both passes decoded the same records
     if args.verify:
         verify_with_oracle(spark, stream, runs[0])
-    return Measured(decodes, runs, written, commits, kafka)
+    return Measured(decodes, runs, written, commits, kafka, spark_parsing=parsed)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

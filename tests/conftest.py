@@ -43,13 +43,19 @@ def kafka(kafka_broker: LocalKafka) -> Iterator[Kafka]:
 _SPARK_FILES = ("tests/spark/", "tests/test_examples.py")
 _SLOW_FILES = ("tests/spark/test_crash.py", "tests/spark/test_cluster.py", "tests/spark/test_catalogs.py",
                "tests/test_examples.py")
-# What CI runs on Spark 3.5 as well: replication end to end, the API, one example, and the demo on
-# separate executors from an interpreter nobody named to Spark. Node ids, so that one case of a file can
-# be core. Not the crash chain: what it proves lies in Iceberg's commits and the job's state, which are the
-# same under both Sparks, and it is a quarter of that run.
-_CORE_TESTS = ("tests/spark/test_replicate.py", "tests/spark/test_api.py", "tests/spark/test_session.py",
-               "tests/spark/test_cluster.py", "tests/test_examples.py::test_the_example_runs_and_its_tables_"
-               "equal_the_upstream[streaming_job.py]")
+# What CI runs on Spark 3.5 as well: replication end to end per format from files and Kafka, the API's
+# reading, decoding, views and applier, the session, one example (streaming), and the demo on separate
+# executors from an interpreter nobody named to Spark. Node ids, so that one case of a file can be core.
+# Not what is proved by Iceberg's commits and the job's state, which are the same under both Sparks: the
+# crash chain, replaying, snapshot expiry, retried and half-done batches (a fifth of that run).
+_CORE_TESTS = ("tests/spark/test_replicate.py::test_a_captured_stream_replicates_to_the_upstream_tables",
+               "tests/spark/test_replicate.py::test_a_kafka_stream_replicates_to_the_upstream_tables",
+               "tests/spark/test_replicate.py::test_merges_side_by_side_share_the_sessions_shuffle_partitions",
+               "tests/spark/test_api.py::test_read_records", "tests/spark/test_api.py::test_decode_changes",
+               "tests/spark/test_api.py::test_wrong_options", "tests/spark/test_api.py::test_table_views",
+               "tests/spark/test_api.py::test_the_applier_takes_changes_decoded_batch_by_batch",
+               "tests/spark/test_session.py", "tests/spark/test_cluster.py",
+               "tests/test_examples.py::test_the_example_runs_and_its_tables_equal_the_upstream[streaming_job.py]")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.jvm import short_lived_jvm
+
 MARKER = "CDCLAKE_TEST_RUN"
 KILLED = -signal.SIGKILL
 _GRACE_S = 20.0  # how long a run's JVM and Python daemon may take to notice their driver died
@@ -63,7 +65,7 @@ def run_replicate(config: Path, log: Path, kill_at: str | None = None, kill_afte
     """Run ``cdclake replicate --config config --once`` to its end or its death; stderr goes to
     ``log`` (appended)."""
     marker = uuid.uuid4().hex
-    env = {name: value for name, value in os.environ.items() if name != "CDCLAKE_KILL_AT"}
+    env = short_lived_jvm({name: value for name, value in os.environ.items() if name != "CDCLAKE_KILL_AT"})
     env[MARKER] = marker
     if kill_at is not None:
         env["CDCLAKE_KILL_AT"] = kill_at

@@ -25,6 +25,7 @@ from cdclake.schema.policy import SchemaEvolutionError
 from cdclake.sinks.iceberg.catalogs import HIVE_COLUMN_CHECK
 from cdclake.workload import Stream, Workload, WorkloadSpec, produce, write_captured
 from tests.catalogs import POSTGRES_DRIVER, LocalPostgres, RestCatalogServer
+from tests.jvm import short_lived_jvm
 from tests.spark.crashing import run_replicate
 from tests.spark.jobs import Job, lake_differences, replicate
 from tests.spark.status_run import status_without_spark
@@ -61,7 +62,8 @@ def _replicate_and_compare(tmp_path: Path, prefix: str, warehouse: Path, spark: 
     assert run.returncode == 0, run.log
     expected = tmp_path / "expected.pickle"
     expected.write_bytes(pickle.dumps(workload.oracle().carried("canal-json", stream.codec_options).tables))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = short_lived_jvm({**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                                                    os.environ.get("PYTHONPATH")]))})
     compared = subprocess.run([sys.executable, "-m", "tests.spark.compare_lake", str(config), str(expected), prefix],
                               capture_output=True, text=True, timeout=600, cwd=ROOT, env=env, check=False)
     assert compared.returncode == 0, compared.stdout[-4000:] + compared.stderr[-4000:]

@@ -14,13 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.jvm import short_lived_jvm
+
 
 def test_the_demo_replicates_on_separate_executor_processes(tmp_path: Path) -> None:
     # Simple protocol: rows decode only against the schema messages before them on their partition.
     command = [str(Path(sys.executable).with_name("cdclake")), "demo", "--format", "simple", "--transactions", "40",
                "--master", "local-cluster[2,1,1024]", "--dir", str(tmp_path / "demo"), "--kafka"]
     environment = {name: value for name, value in os.environ.items() if name != "PYSPARK_PYTHON"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**environment, "COLUMNS": "200"})
+    environment = short_lived_jvm({**environment, "COLUMNS": "200"})
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "every table equals the upstream" in done.stdout
     # Spark's own log went to the file the command named, not to the terminal.
