@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _stream import OPTIONS as FORMAT_OPTIONS
 from _stream import Prefix, cache_root, prepared_stream
 from benchmarks_md import command_line, load_average, machine, publish
 
@@ -38,9 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SECTION_START = "<!-- bench/fixed_cost.py: start -->"
 SECTION_END = "<!-- bench/fixed_cost.py: end -->"
 TARGET_S = 5.0
-OPTIONS = {"enable-tidb-extension": True}
+OPTIONS = FORMAT_OPTIONS["canal-json"]
 _TICK = os.sysconf("SC_CLK_TCK")
-
 
 
 def tree_cpu_seconds() -> float:

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from _stream import OPTIONS as FORMAT_OPTIONS
 from _stream import CapturedStream, Prefix, cache_root, prepared_stream
 from benchmarks_md import command_line, load_average, machine, publish
 from fixed_cost import tree_cpu_seconds
@@ -38,7 +39,7 @@ from cdclake.spark.session import build_session, new_log_file
 ROOT = Path(__file__).resolve().parents[1]
 SECTION_START = "<!-- bench/history.py: start -->"
 SECTION_END = "<!-- bench/history.py: end -->"
-OPTIONS = {"enable-tidb-extension": True}
+OPTIONS = FORMAT_OPTIONS["canal-json"]
 KINDS = ("mirrors alone", "mirrors and history")
 
 

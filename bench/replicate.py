@@ -82,7 +82,6 @@ CATALOG = "lake"
 WARM_UP_MESSAGES = 1_000  # per partition
 
 
-
 # --- the measures ----------------------------------------------------------------------------------
 
 
@@ -492,13 +491,17 @@ class Measured:
         return self.decoded.row_events
 
 
+def _final_tables(spark: Any, files_run: RunResult) -> list[handwritten.FinalTable]:
+    """The final schema of the tables ``files_run`` made, which the hand-written job is given."""
+    given = {upstream: lake for upstream, (lake, _) in lake_tables(spark, files_run).items()}
+    return handwritten.final_tables(spark, given, KEY_PROPERTY)
+
+
 def run_handwritten(spark: Any, stream: CapturedStream, messages: Any, label: str, files_run: RunResult,
                     parallel: int) -> handwritten.HandwrittenResult:
     """The hand-written job over ``messages``, typed by the final schema of the tables ``files_run`` made."""
-    given = {upstream: lake for upstream, (lake, _) in lake_tables(spark, files_run).items()}
-    tables = handwritten.final_tables(spark, given, KEY_PROPERTY)
-    result = handwritten.run(spark, messages, stream.format_name, tables, CATALOG, f"handwritten_{label.lower()}",
-                             label, parallel)
+    result = handwritten.run(spark, messages, stream.format_name, _final_tables(spark, files_run), CATALOG,
+                             f"handwritten_{label.lower()}", label, parallel)
     print(f"hand-written from {label}: {result.seconds:,.1f} s", flush=True)
     return result
 
@@ -524,14 +527,12 @@ def measure(spark: Any, stream: CapturedStream, args: argparse.Namespace) -> Mea
                 written.append(run_handwritten(spark, stream, messages, "Kafka", runs[0], args.handwritten_parallel))
     decodes.append(decode_only(spark, stream, plans))
     print(f"decode only, again: {decodes[1].seconds:,.1f} s", flush=True)
+    parsed: list[tuple[float, int]] = []
     if by_hand:
-        tables = handwritten.final_tables(spark, {u: lake for u, (lake, _) in lake_tables(spark, runs[0]).items()},
-                                          KEY_PROPERTY)
+        tables = _final_tables(spark, runs[0])
         parsed = [handwritten.parse_only(handwritten.captured_messages(spark, stream.root, stream.topic),
                                          stream.format_name, tables) for _ in range(2)]
         print(f"Spark's own parsing: {parsed[0][1]:,} row changes in {min(p[0] for p in parsed):,.1f} s", flush=True)
-    else:
-        parsed = []
     if decodes[0].kinds != decodes[1].kinds:
         raise SystemExit(f"two decode-only passes decoded different records: {decodes[0].kinds} != {decodes[1].kinds}")
     commits = {run.name: commit_times(spark, run) for run in runs}

@@ -62,8 +62,8 @@ def _replicate_and_compare(tmp_path: Path, prefix: str, warehouse: Path, spark: 
     assert run.returncode == 0, run.log
     expected = tmp_path / "expected.pickle"
     expected.write_bytes(pickle.dumps(workload.oracle().carried("canal-json", stream.codec_options).tables))
-    env = short_lived_jvm({**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                                                    os.environ.get("PYTHONPATH")]))})
+    python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = short_lived_jvm({**os.environ, "PYTHONPATH": python_path})
     compared = subprocess.run([sys.executable, "-m", "tests.spark.compare_lake", str(config), str(expected), prefix],
                               capture_output=True, text=True, timeout=600, cwd=ROOT, env=env, check=False)
     assert compared.returncode == 0, compared.stdout[-4000:] + compared.stderr[-4000:]
