@@ -2,9 +2,10 @@
 database transaction together with the job's progress.
 
 **One transaction per batch.** The executors copy a batch's rows (each segment's net changes, the
-changelog, the dead letters, the pending changes) into unlogged staging tables with ``COPY``, in
-parallel, while the pipeline plans; nothing a reader sees changes. The pipeline's table calls (create,
-evolve, merge, truncate, rename, drop) are kept, in order, as statements. :meth:`PostgresSink.commit`
+changelog, the dead letters, the pending changes, the history tables' version actions) into unlogged
+staging tables with ``COPY``, in parallel, while the pipeline plans; nothing a reader sees changes. The
+pipeline's table calls (create, evolve, merge, truncate, rename, drop, and a history table's writes,
+:mod:`.history`) are kept, in order, as statements. :meth:`PostgresSink.commit`
 runs them all in one transaction with the new state (``<namespace>.cdclake_state``) and drops the
 staging tables: PostgreSQL's DDL is transactional, so a crash anywhere leaves the database as the
 previous batch left it, and the batch runs again from its recorded plan. That is stronger than the
@@ -29,7 +30,7 @@ from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.layout import TableLayout
 from cdclake.schema.rows import changes_seen_in_rows
 from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step, refuse_layout
-from cdclake.sinks.postgres import statements
+from cdclake.sinks.postgres import history, statements
 from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, connect
 from cdclake.sinks.postgres.statements import ident, table_name
 from cdclake.sinks.postgres.types import holds
@@ -157,6 +158,19 @@ class PostgresSink:
     def _add(self, batch_statements: Iterable[str]) -> None:
         with self._lock:
             self._statements.extend(batch_statements)
+
+    # --- history tables (sinks.base.HistorySink) -------------------------------------------------------
+
+    def create_history(self, target: str, schema: TableSchema) -> None:
+        namespace, _ = _split(target)
+        self._add([f"CREATE SCHEMA IF NOT EXISTS {ident(namespace)}", *history.create_history(target, schema)])
+
+    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step) -> None:
+        stage = self._stage(actions, history.ACTION_FIELDS, jsonb="_image")
+        self._add(history.write_history(target, stage, schema))
+
+    def close_history(self, target: str, end_ts: int, keep: bool, step: Step) -> None:
+        self._add(history.close_history(target, end_ts, keep))
 
     # --- the job's own tables ----------------------------------------------------------------------------
 

@@ -57,11 +57,11 @@ def create_table(target: str, schema: TableSchema) -> list[str]:
     statements = [f"CREATE TABLE IF NOT EXISTS {target} ({columns})"]
     if schema.key_columns:
         keys = ", ".join(ident(k) for k in schema.key_columns)
-        statements.append(f"CREATE INDEX IF NOT EXISTS {ident(_index_name(target))} ON {target} ({keys})")
+        statements.append(f"CREATE INDEX IF NOT EXISTS {ident(index_name(target))} ON {target} ({keys})")
     return statements
 
 
-def _index_name(target: str) -> str:
+def index_name(target: str) -> str:
     """A name for the key index, unique per table and within PostgreSQL's limit."""
     return "cdclake_key_" + hashlib.sha256(target.encode("utf-8")).hexdigest()[:24]
 
@@ -73,11 +73,11 @@ def merge(target: str, stage: str, schema: TableSchema, whole_images: bool) -> l
     # Key columns of a primary key are never NULL: "=" lets PostgreSQL use the index. Without a key,
     # every column is the key, and NULLs must match.
     equal = "=" if schema.key_columns else "IS NOT DISTINCT FROM"
-    match = " AND ".join(f"t.{ident(k)} {equal} {_value(by_name[k])}" for k in keys)
+    match = " AND ".join(f"t.{ident(k)} {equal} {image_value(by_name[k])}" for k in keys)
     sets = ", ".join(
-        f"{ident(c.name)} = {_value(c) if whole_images else _kept_unless_given(c)}" for c in schema.columns)
+        f"{ident(c.name)} = {image_value(c) if whole_images else kept_unless_given(c)}" for c in schema.columns)
     names = ", ".join(ident(c.name) for c in schema.columns)
-    values = ", ".join(_value(c) for c in schema.columns)
+    values = ", ".join(image_value(c) for c in schema.columns)
     return [
         f"DELETE FROM {target} t USING {stage} s WHERE s._op = 'delete' AND {match}",
         f"UPDATE {target} t SET {sets} FROM {stage} s WHERE s._op <> 'delete' AND {match}",
@@ -86,12 +86,14 @@ def merge(target: str, stage: str, schema: TableSchema, whole_images: bool) -> l
     ]
 
 
-def _value(column: ColumnSchema) -> str:
+def image_value(column: ColumnSchema) -> str:
+    """``column``'s value in the staged image ``s._image`` (jsonb of lake texts), cast to its column type."""
     return pg_cast(f"(s._image ->> {literal(column.name)})", column.type)
 
 
-def _kept_unless_given(column: ColumnSchema) -> str:
-    return f"CASE WHEN s._image ? {literal(column.name)} THEN {_value(column)} ELSE t.{ident(column.name)} END"
+def kept_unless_given(column: ColumnSchema) -> str:
+    """``column``'s value in the staged image, or the target row's own where the image lacks the column."""
+    return f"CASE WHEN s._image ? {literal(column.name)} THEN {image_value(column)} ELSE t.{ident(column.name)} END"
 
 
 def alter(target: str, schema: TableSchema, changes: Sequence[SchemaChange]) -> list[str]:
