@@ -26,7 +26,7 @@ def test_history_tables_in_postgresql_equal_the_simulators_history_through_ddl_c
         spark: Any, postgres: LocalPostgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     workload = Workload(dataclasses.replace(SPEC, text_nul=False))  # PostgreSQL's text holds no NUL
     captured, stream = _stream(tmp_path, workload)
-    job = Job("to_pg_history_all", "simple", max_records=len(stream) // 3 + 1)
+    job = Job("to_pg_history_all", "simple", max_records=len(stream) // 2 + 1)
     settings = HistorySettings(("*",))
 
     # The first table-merged comes right after a mirror's merge is kept, before its history's.
@@ -36,7 +36,7 @@ def test_history_tables_in_postgresql_equal_the_simulators_history_through_ddl_c
     monkeypatch.undo()
     reports = replicate(spark, job, captured, history=settings, sink=_url(postgres))
 
-    assert len(reports) >= 3
+    assert len(reports) >= 2  # a key's versions span batches
     expected = workload.oracle().carried("simple", stream.codec_options)
     histories = expected.history_tables(settings)
     ends = Counter(row[END_OP] for state in histories.values() for row in state.rows.values())
