@@ -39,7 +39,7 @@ def test_the_report_has_the_documented_shape() -> None:
     report = job_status(_state(), lambda target: {"rows": 3, "last_commit": None}, "test")
     assert report == {
         "batch": 7, "read_with": "test",
-        "tables": [{"upstream": "shop.orders", "lake_table": "`lake`.`shop`.`orders`", "rows": 3,
+        "tables": [{"upstream": "shop.orders", "kind": "mirror", "lake_table": "`lake`.`shop`.`orders`", "rows": 3,
                     "last_commit": None, "applied_ts": TSO, "applied_time": "2024-05-01T09:00:03.225000+00:00"}],
         "partitions": [
             {"topic": "cdc", "partition": 0, "offset": 40, "watermark": TSO,
@@ -49,6 +49,18 @@ def test_the_report_has_the_documented_shape() -> None:
             {"topic": "cdc", "partition": 1, "offset": 12, "watermark": None, "watermark_time": None,
              "end_offset": None, "lag_at_last_batch": None, "lag_now": None},
         ]}
+
+
+def test_a_history_table_follows_its_mirror_in_the_report_and_is_kept_in_the_state() -> None:
+    state = _state()
+    state.histories[("shop", "orders")] = "`lake`.`shop`.`orders_history`"
+    report = job_status(state, lambda target: {"rows": len(target), "last_commit": None}, "test")
+    assert [(t["kind"], t["lake_table"], t["rows"], t["applied_ts"]) for t in report["tables"]] == [
+        ("mirror", "`lake`.`shop`.`orders`", 22, TSO), ("history", "`lake`.`shop`.`orders_history`", 30, TSO)]
+    from cdclake.spark.progress import state_from_rows
+
+    rows = [dict(zip(STATE_NAMES, row, strict=True)) for row in small_rows(state, 7)]
+    assert state_from_rows(rows).histories == state.histories
 
 
 def test_the_state_keeps_each_partitions_end_for_the_lag() -> None:

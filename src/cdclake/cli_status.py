@@ -112,7 +112,8 @@ def _print_report(console: Console, found: dict[str, Any]) -> None:
     _columns(tables, ("upstream / lake table", 0), ("rows", 4), ("applied resolved ts", TSO_WIDTH),
              ("last commit", TIME_OF_DAY_WIDTH))
     for row in found["tables"]:
-        tables.add_row(f"{row['upstream']}\n{row['lake_table']}", str(row["rows"]),
+        history = " (history)" if row.get("kind") == "history" else ""
+        tables.add_row(f"{row['upstream']}{history}\n{row['lake_table']}", str(row["rows"]),
                        _with_time(row["applied_ts"], row["applied_time"]), _time(row["last_commit"]))
     partitions = found["partitions"]
     live = any(row["lag_now"] is not None for row in partitions)

@@ -6,6 +6,7 @@ form it prints with ``--json``, a stable shape (fields may be added, none rename
       "read_with": "pyiceberg",          # or "spark" (a catalog pyiceberg does not read), "postgresql"
       "tables": [
         {"upstream": "shop.orders",      # database.table upstream
+         "kind": "mirror",               # or "history": its history table (SCD type 2), after its mirror
          "lake_table": "`lake`.`shop`.`orders`",
          "rows": 1042,
          "applied_ts": 449460044621414422,   # the resolved ts applied to it (a TiDB TSO), or null
@@ -48,10 +49,14 @@ def tso_time(tso: int | None) -> str | None:
 def job_status(state: JobState, table_status: Callable[[str], dict[str, Any]], read_with: str,
                source: Source | None = None) -> dict[str, Any]:
     """The report (the shape above) of a job whose state is ``state``; ``table_status`` gives a lake
-    table's ``rows`` and ``last_commit``; ``source``, if given, is asked for each partition's end now."""
-    tables = [{"upstream": f"{database}.{table}", "lake_table": known.lake_table, **table_status(known.lake_table),
-               "applied_ts": known.applied_ts, "applied_time": tso_time(known.applied_ts)}
-              for (database, table), known in sorted(state.tables.items())]
+    table's (a mirror's or a history table's) ``rows`` and ``last_commit``; ``source``, if given, is asked
+    for each partition's end now."""
+    tables = []
+    for key, known in sorted(state.tables.items()):
+        kept = [("mirror", known.lake_table), *([("history", state.histories[key])] if key in state.histories else [])]
+        tables += [{"upstream": ".".join(key), "kind": kind, "lake_table": target, **table_status(target),
+                    "applied_ts": known.applied_ts, "applied_time": tso_time(known.applied_ts)}
+                   for kind, target in kept]
     extents = source.extents() if source is not None else {}
     partitions = []
     for (topic, partition), position in sorted(state.positions.items()):

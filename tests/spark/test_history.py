@@ -16,6 +16,7 @@ import pytest
 from cdclake.schema.history import END_OP, HistorySettings
 from cdclake.spark import killpoints
 from cdclake.spark.maintain import maintain
+from cdclake.spark.status import status
 from cdclake.workload import Workload, WorkloadSpec, produce
 from tests.spark.jobs import Job, lake_differences, replicate
 from tests.spark.streams import write
@@ -67,6 +68,10 @@ def test_history_tables_equal_the_simulators_history_through_ddl_copies_and_cras
     assert min(ends[op] for op in ("update", "delete", "truncate", None)) > 0, ends
     # The mirrors are compared by the other replication tests; here only what history adds.
     assert lake_differences(spark, job, histories) == []
+    # cdclake status lists each history table after its mirror, with its rows.
+    report = status(spark, namespace=job.namespace)
+    listed = {t["upstream"] + "_history": t["rows"] for t in report["tables"] if t["kind"] == "history"}
+    assert listed == {f"{database}.{table}": len(state.rows) for (database, table), state in histories.items()}
 
 
 def test_history_tracked_on_some_columns_without_deleted_versions(spark: Any, tmp_path: Path) -> None:

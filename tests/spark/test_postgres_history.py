@@ -14,7 +14,9 @@ import psycopg
 import pytest
 
 from cdclake.schema.history import END_OP, HistorySettings
+from cdclake.sinks import open_reader
 from cdclake.sinks.postgres.connection import parse
+from cdclake.status import job_status
 from cdclake.workload import Workload, WorkloadSpec
 from tests.catalogs import LocalPostgres
 from tests.spark.jobs import Job, replicate
@@ -43,6 +45,11 @@ def test_history_tables_in_postgresql_equal_the_simulators_history_through_ddl_c
     assert min(ends[op] for op in ("update", "delete", "truncate", None)) > 0, ends
     assert _differences(postgres, job, histories) == []
     assert _differences(postgres, job, expected.tables) == []
+    # cdclake status lists each history table after its mirror, with its rows.
+    reader = open_reader(_url(postgres), job.namespace)
+    report = job_status(reader.read_state(), reader.table_status, reader.read_with)
+    listed = {t["upstream"] + "_history": t["rows"] for t in report["tables"] if t["kind"] == "history"}
+    assert listed == {f"{database}.{table}": len(state.rows) for (database, table), state in histories.items()}
 
 
 def test_history_in_postgresql_tracked_on_some_columns_without_deleted_versions(

@@ -27,7 +27,7 @@ from cdclake.schema.names import Naming, RefusedName
 from cdclake.sinks import keeps_history
 from cdclake.sinks.base import HistorySink, Sink, Step
 from cdclake.spark import killpoints
-from cdclake.spark.progress import TableState
+from cdclake.spark.progress import JobState, TableState
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -76,6 +76,17 @@ class HistoryKeeper:
     def targets(self) -> list[str]:
         """The history tables this job made or wrote since it started, for upkeep."""
         return sorted(self._made)
+
+    def record(self, state: JobState) -> None:
+        """The history tables of ``state``'s tables named in it, for ``cdclake status``: those made or written
+        since the job started, and those the state named before that are still its tables' history tables."""
+        histories = {}
+        for key, known in state.tables.items():
+            if self.wanted(known):
+                target = self.target(known)
+                if target in self._made or state.histories.get(key) == target:
+                    histories[key] = target
+        state.histories = histories
 
     @property
     def _history_sink(self) -> HistorySink:

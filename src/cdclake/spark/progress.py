@@ -84,6 +84,7 @@ class JobState:
     )
     tables: dict[tuple[str, str], TableState] = field(default_factory=dict)
     gone: dict[tuple[str, str], int] = field(default_factory=dict)
+    histories: dict[tuple[str, str], str] = field(default_factory=dict)  # upstream table -> its history table
     plan: list[OffsetRange] = field(default_factory=list)
     streams: dict[str, int] = field(default_factory=dict)  # application id -> the newest batch id applied
     plan_stream: tuple[str, int] | None = None  # (application id, batch id) of the planned batch, if a query's
@@ -117,6 +118,8 @@ def state_from_rows(rows: Iterable[Any]) -> JobState:
             state.tables[(row["database"], row["table"])] = TableState(schema, row["reason"], row["commit_ts"])
         elif kind == "gone":
             state.gone[(row["database"], row["table"])] = row["commit_ts"]
+        elif kind == "history":
+            state.histories[(row["database"], row["table"])] = row["reason"]
     if state.plan:
         state.batch -= 1  # the plan row carries the batch it plans; the state is that of the one before
     state.plan.sort()
@@ -161,10 +164,11 @@ def small_rows(state: JobState, batch: int) -> list[tuple[Any, ...]]:
                          commit_ts=known.applied_ts, event=orjson.dumps(schema_to_json(known.schema)).decode()))
     for (database, table), applied_ts in sorted(state.gone.items()):
         rows.append(_row("gone", batch, database=database, table=table, commit_ts=applied_ts))
+    for (database, table), target in sorted(state.histories.items()):
+        rows.append(_row("history", batch, database=database, table=table, reason=target))
     for app_id, batch_id in sorted(state.streams.items()):
         rows.append(_row("stream", batch, reason=app_id, offset=batch_id))
     return rows
-
 
 
 def plan_rows(plan: Iterable[OffsetRange], batch: int, stream: tuple[str, int] | None = None) -> list[tuple[Any, ...]]:

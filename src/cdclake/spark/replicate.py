@@ -259,6 +259,7 @@ class Replicator:
             finally:
                 applicable.unpersist()
             self._carry_on(state, facts, ranges)
+            self.history.record(state)
             state.plan = []
             self._progress.committing()
             self.sink.commit(state, batch, None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES))
