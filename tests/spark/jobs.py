@@ -52,8 +52,8 @@ class Job:
     def target_namespace(self) -> str:
         return f"{self.prefix}_{{database}}"
 
-    def lake_name(self, database: str, table: str) -> str:
-        return f"`lake`.`{self.prefix}_{database}`.`{table}`"
+    def lake_name(self, database: str, table: str, catalog: str = "lake") -> str:
+        return f"`{catalog}`.`{self.prefix}_{database}`.`{table}`"
 
     def system_table(self, name: str) -> str:
         """One of the job's own tables: ``state``, ``changelog``, ``dead_letters``."""
@@ -92,12 +92,15 @@ def replicate(spark: Any, job: Job, captured: Path, **settings: Any) -> list[Bat
     return Replicator(spark, CapturedTopics(captured), job.config(**settings)).run(once=True)
 
 
-def lake_differences(spark: Any, job: Job, tables: Mapping[tuple[str, str], TableState]) -> list[tuple[Any, ...]]:
-    """How the job's lake tables differ from ``tables``: nothing when every one holds the same rows
-    and columns. ``tables`` must not be empty: an empty comparison proves nothing."""
+def lake_differences(spark: Any, job: Job, tables: Mapping[tuple[str, str], TableState],
+                     catalog: str = "lake") -> list[tuple[Any, ...]]:
+    """How the job's lake tables (in the session's catalog ``catalog``) differ from ``tables``: nothing
+    when every one holds the same rows and columns. ``tables`` must not be empty: an empty comparison
+    proves nothing."""
     assert tables, "no upstream tables to compare with"
     return [(c.upstream, f"{c.missing} missing", f"{c.unexpected} unexpected", c.column_differences, c.examples)
-            for c in compare_tables(spark, tables, job.lake_name) if not c.equal]
+            for c in compare_tables(spark, tables, lambda database, table: job.lake_name(database, table, catalog))
+            if not c.equal]
 
 
 def rows_compared(tables: Mapping[tuple[str, str], TableState]) -> int:

@@ -62,29 +62,6 @@ def _live_delete_files(spark: Any, table: str) -> int:
     return int(spark.sql(f"SELECT count(*) FROM {table}.delete_files").collect()[0][0])
 
 
-def test_maintain_removes_the_delete_files_keeps_the_rows_and_replication_carries_on(spark: Any,
-                                                                                      tmp_path: Path) -> None:
-    job, workload, stream = _job_and_stream()
-    _write_half(tmp_path, stream, second=False)
-    assert len(_replicator(spark, job, tmp_path).run(once=True)) >= 3
-    mirrors = _mirrors(spark, job)
-    holding = {table for table in mirrors if _live_delete_files(spark, table)}
-    assert holding, "no MERGE wrote a delete file: nothing to compact"
-    before = {table: _rows(spark, table) for table in mirrors}
-
-    compacted = maintain(spark, "lake", job.namespace)
-
-    assert {done.table for done in compacted} == holding
-    assert all(done.delete_files_before > 0 and done.delete_files_after == 0 for done in compacted)
-    assert {table: _live_delete_files(spark, table) for table in mirrors} == dict.fromkeys(mirrors, 0)
-    assert {table: _rows(spark, table) for table in mirrors} == before
-    assert maintain(spark, "lake", job.namespace) == []  # nothing left to compact
-
-    _write_half(tmp_path, stream, second=True)
-    _replicator(spark, job, tmp_path).run(once=True)
-    assert lake_differences(spark, job, workload.oracle().carried("canal-json", stream.codec_options).tables) == []
-
-
 def test_the_job_compacts_its_mirrors_on_its_own_cadence(spark: Any, tmp_path: Path) -> None:
     """``compact-every-s`` always due: after each batch the job compacts what its MERGEs left, so it
     ends with no delete file and the tables right."""
@@ -107,14 +84,31 @@ class Crash(Exception):
     """The job dying after its tables are applied, before its state is committed."""
 
 
-def test_a_batch_recovering_after_a_compaction_applies_no_step_twice(spark: Any, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """A compaction commits after the batch's MERGEs and before its state (as ``cdclake maintain`` run
-    beside the job may): the tables' newest snapshots then carry no batch. The batch run again must
-    still find each table's steps done, so no (batch, step) is committed twice to any table."""
+def test_maintain_compacts_and_a_batch_recovering_after_a_compaction_applies_no_step_twice(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cdclake maintain`` after the first half removes the delete files and keeps the rows. Then,
+    replicating the second half, a compaction commits after a batch's MERGEs and before its state (as
+    ``cdclake maintain`` run beside the job may): the tables' newest snapshots then carry no batch. The
+    batch run again must still find each table's steps done, so no (batch, step) is committed twice to
+    any table, and replication carries on to tables equal to the upstream.
+
+    One test, not two: both replicate the same first half, the run's costliest part."""
     job, workload, stream = _job_and_stream()
     _write_half(tmp_path, stream, second=False)
-    _replicator(spark, job, tmp_path).run(once=True)
+    assert len(_replicator(spark, job, tmp_path).run(once=True)) >= 3
+    mirrors = _mirrors(spark, job)
+    holding = {table for table in mirrors if _live_delete_files(spark, table)}
+    assert holding, "no MERGE wrote a delete file: nothing to compact"
+    before = {table: _rows(spark, table) for table in mirrors}
+
+    compacted = maintain(spark, "lake", job.namespace)
+
+    assert {done.table for done in compacted} == holding
+    assert all(done.delete_files_before > 0 and done.delete_files_after == 0 for done in compacted)
+    assert {table: _live_delete_files(spark, table) for table in mirrors} == dict.fromkeys(mirrors, 0)
+    assert {table: _rows(spark, table) for table in mirrors} == before
+    assert maintain(spark, "lake", job.namespace) == []  # nothing left to compact
+
     _write_half(tmp_path, stream, second=True)
     crashing = _replicator(spark, job, tmp_path)
     crashed: list[tuple[int, list[str]]] = []
@@ -127,8 +121,10 @@ def test_a_batch_recovering_after_a_compaction_applies_no_step_twice(spark: Any,
     monkeypatch.setattr(crashing.sink, "commit", compact_then_crash)
     with pytest.raises(Crash):
         crashing.step()
-    batch, compacted = crashed[0]
-    merged_then_compacted = [table for table in compacted if _newest_step(spark, table)[0] == batch]
+    batch, compacted_tables = crashed[0]
+    # The first half's delete files are gone (maintain above): what this compaction finds, the crashed
+    # batch's own MERGEs wrote.
+    merged_then_compacted = [table for table in compacted_tables if _newest_step(spark, table)[0] == batch]
     assert merged_then_compacted, "no table the crashed batch merged into was compacted after it"
     for table in merged_then_compacted:
         newest = spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()
