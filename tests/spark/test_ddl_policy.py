@@ -119,6 +119,7 @@ def test_an_unsupported_ddl_stops_the_job_or_goes_to_the_dead_letters(spark: Any
     truncate_at = next(offset for offset, m in enumerate(messages) if b"TRUNCATE PARTITION" in m.value)
     assert (dead["topic"], dead["partition"], dead["offset"]) == ("ddl", 0, truncate_at)
     assert "TRUNCATE PARTITION" in dead["reason"] and "commit ts" in dead["reason"]
+    assert (dead["raw_key"], dead["raw_value"]) == (messages[truncate_at].key, messages[truncate_at].value)
     assert {f.name: f.dataType.simpleString() for f in spark.table(job.lake_name("shop", "u")).schema.fields} == {
         "id": "int", "v": "string"}
     assert [tuple(r) for r in spark.table(job.lake_name("shop", "u")).collect()] == [(10, "x")]
@@ -153,5 +154,6 @@ def test_apply_supported_applies_the_clauses_it_can_follow_and_dead_letters_the_
     assert [report.dead_letters for report in reports] == [1]
     (dead,) = spark.table(job.system_table("dead_letters")).collect()
     assert dead["offset"] == 2 and "'TRUNCATE PARTITION `p0`'" in dead["reason"]
+    assert (dead["raw_key"], dead["raw_value"]) == (messages[2].key, messages[2].value)
     assert "(the rest applied)" in dead["reason"]
     assert [tuple(r) for r in spark.table(job.lake_name("shop", "t")).select("id", "c").collect()] == [(1, 7)]

@@ -79,7 +79,8 @@ def _rows(spark: Any, table: str) -> list[dict[str, Any]]:
 
 
 def test_hostile_names_are_dead_letters_and_every_good_change_is_applied(spark: Any, tmp_path: Path) -> None:
-    write(tmp_path, TOPIC, {0: _messages()})
+    messages = _messages()
+    write(tmp_path, TOPIC, {0: messages})
     warehouse = Path(spark.conf.get("spark.sql.catalog.lake.warehouse").removeprefix("file:"))
 
     reports = replicate(spark, JOB, tmp_path)
@@ -91,7 +92,8 @@ def test_hostile_names_are_dead_letters_and_every_good_change_is_applied(spark: 
     for row in letters:
         table = bad[row["offset"]]
         assert row["reason"].startswith(f"{table}: not applied") or f"a row of {table} with" in row["reason"]
-        assert row["raw_value"] is None or json.loads(row["raw_value"])["table"] == "cased"
+        # Every dead letter holds its message whole, refused rows too (read again by their coordinates).
+        assert (row["raw_key"], row["raw_value"]) == (None, messages[row["offset"]].value)
     assert "columns that differ only in case, which MySQL cannot have in one table: 'id' and 'ID'" in (
         letters[-1]["reason"])
     assert "the namespace is the job's own (names_cdclake" in letters[3]["reason"]

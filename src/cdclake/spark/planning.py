@@ -134,7 +134,8 @@ class TablePlanner:
     @staticmethod
     def unfollowed_records(applicable: DataFrame, unfollowed: list[Unfollowed]) -> DataFrame:
         """The DDL records of ``unfollowed`` as ``error`` records with their reasons, for the dead
-        letters; no raw bytes, which change records do not carry (as :mod:`.refusals` makes its own)."""
+        letters; no raw bytes, which change records do not carry (:func:`.refusals.with_raw_messages` reads
+        them again, as for its own)."""
         remade = [tuple({"kind": "error", "reason": reason}.get(name, record[name]) for name in CHANGE_NAMES)
                   for record, reason in unfollowed]
         return applicable.sparkSession.createDataFrame(remade, CHANGE_DDL)

@@ -73,12 +73,12 @@ def read_records(
         end = min(ending.get((topic, partition), extent.high), extent.high)
         if end > start:
             ranges.append(OffsetRange(topic, partition, start, end))
-    records = _read_ranges(spark, source, ranges)
+    records = read_ranges(spark, source, ranges)
     return records.select("topic", "partition", "offset", F.timestamp_millis("timestamp_ms").alias("timestamp"),
                           "key", "value")
 
 
-def _read_ranges(spark: SparkSession, source: Source, ranges: Sequence[OffsetRange]) -> DataFrame:
+def read_ranges(spark: SparkSession, source: Source, ranges: Sequence[OffsetRange]) -> DataFrame:
     """The records of ``ranges`` (:data:`RECORD_FIELDS`), one task per range."""
 
     def read(mine: list[OffsetRange]) -> Iterator[Any]:

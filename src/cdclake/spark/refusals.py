@@ -5,13 +5,14 @@ tables its rows name, and its DDL records. A row is refused with its table; a DD
 names is refused: its own, or one it creates or renames a table to (which its SQL may name, not its
 record). The refused records become ``error`` records before the batch is ordered, so that they are
 neither applied, nor kept pending, nor in the changelog, and go to the dead letters with the batch's
-undecodable messages, one per message and reason, with their coordinates; their raw bytes are not at
-hand there (change records do not carry them), so such a dead letter holds none.
+undecodable messages, one per message and reason, with their coordinates. Change records carry no raw
+bytes, so before the dead letters are written :func:`with_raw_messages` reads those messages again by
+their coordinates: a dead letter holds the message whole, whatever made it one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -22,6 +23,7 @@ from cdclake.model import Ddl, TableSchema
 from cdclake.schema.ddl import interpret
 from cdclake.schema.ddl.changes import CreateTable, RenameTable
 from cdclake.schema.names import Naming, column_problem
+from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.changes import CHANGE_NAMES
 from cdclake.spark.ordering import Facts
 
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 Wanted = Callable[[tuple[str, str]], bool]
+# Ranges -> their raw records (at least topic, partition, offset, key, value), read again.
+RawReader = Callable[[Sequence[OffsetRange]], "DataFrame"]
 
 
 def refuse_tables(decoded: DataFrame, facts: Facts, naming: Naming, wanted: Wanted) -> DataFrame:
@@ -108,3 +112,27 @@ def _tables_named(ddl: Ddl) -> list[tuple[str, str]]:
         elif isinstance(change, RenameTable):
             named.append((change.database, change.table))
     return named
+
+
+def with_raw_messages(dead: DataFrame, read: RawReader | None) -> DataFrame:
+    """``dead``'s error records, each with the raw key and value of the message it came from where it
+    lacks them (a refused table's row or DDL, a DDL the job does not follow: change records), read again
+    with ``read`` (None: nothing to read them from, the records as they are). Only the messages needed
+    are read: per partition, from the first such offset to the last."""
+    from pyspark.sql import functions as F
+
+    places = dead.filter("raw_value IS NULL AND offset IS NOT NULL").select("topic", "partition", "offset").collect()
+    if read is None or not places:
+        return dead
+    spans: dict[tuple[str, int], tuple[int, int]] = {}
+    for topic, partition, offset in places:
+        low, high = spans.get((topic, partition), (offset, offset))
+        spans[(topic, partition)] = (min(low, offset), max(high, offset))
+    ranges = [OffsetRange(topic, partition, low, high + 1) for (topic, partition), (low, high) in sorted(spans.items())]
+    raw = read(ranges).select("topic", "partition", "offset", F.col("key").alias("_raw_key"),
+                              F.col("value").alias("_raw_value"))
+    joined = dead.join(raw, ["topic", "partition", "offset"], "left")
+    lacking = F.col("raw_value").isNull()
+    filled = {"raw_key": F.when(lacking, F.col("_raw_key")).otherwise(F.col("raw_key")),
+              "raw_value": F.coalesce("raw_value", "_raw_value")}
+    return joined.select(*(filled.get(name, F.col(name)).alias(name) for name in CHANGE_NAMES))

@@ -55,7 +55,7 @@ from cdclake.spark.history import HistoryKeeper
 from cdclake.spark.ordering import Facts, Ordering, net_changes
 from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
-from cdclake.spark.refusals import refuse_tables
+from cdclake.spark.refusals import RawReader, refuse_tables, with_raw_messages
 from cdclake.spark.reporting import BatchReport as BatchReport  # where callers have long imported it from
 from cdclake.spark.reporting import ProgressListener, ProgressTracker, counting, read_counter, watching
 from cdclake.spark.tasks import one_task_each
@@ -123,7 +123,10 @@ class Replicator:
         # Nothing left to read while finishing: the tail above the resolved ts is applied if asked.
         apply_all = not ranges and finishing and self.config.unresolved_tail == "apply"
         decoded = self._decode(ranges, state)
-        self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, apply_all, report)
+        source = self.source
+        assert source is not None, "checked above"
+        self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, apply_all, report,
+                          lambda needed: records.read_ranges(self.spark, source, needed))
         self._upkeep_if_due(state)
         return self._finished(report, state, extents, started)
 
@@ -187,7 +190,9 @@ class Replicator:
             state.streams[app_id] = batch_id
             report = BatchReport(batch)
             self._progress.start(batch, sum(r.size for r in ranges))
-            self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, False, report)
+            # Raw records hold every message of the batch; change records carry no raw bytes to find again.
+            self._apply_batch(state, pending, decoded, ranges, extents, batch, recovering, False, report,
+                              None if changes else lambda needed: frame)
         finally:
             frame.unpersist()
         self._upkeep_if_due(state)
@@ -223,9 +228,10 @@ class Replicator:
 
     def _apply_batch(self, state: JobState, pending: DataFrame, decoded: DataFrame, ranges: list[OffsetRange],
                      extents: Mapping[tuple[str, int], PartitionExtent], batch: int, recovering: bool,
-                     apply_all: bool, report: BatchReport) -> None:
+                     apply_all: bool, report: BatchReport, reread: RawReader | None) -> None:
         """Apply ``decoded``, the change records of ``ranges`` (what :func:`decode_tasks` makes of them
-        after the messages carried into them), and commit the state after batch ``batch``."""
+        after the messages carried into them), and commit the state after batch ``batch``; ``reread``
+        reads the batch's messages again, for dead letters made of change records."""
         from pyspark import StorageLevel
 
         # Deserialized, as Spark caches a DataFrame by default: its cached form is compressed column
@@ -255,7 +261,7 @@ class Replicator:
             if compared:
                 applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK_DESER)
             try:
-                self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report)
+                self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report, reread)
             finally:
                 applicable.unpersist()
             self._carry_on(state, facts, ranges)
@@ -268,7 +274,7 @@ class Replicator:
             cached.unpersist()
 
     def _apply_changes(self, state: JobState, applicable: DataFrame, decoded: DataFrame, facts: Facts, batch: int,
-                       recovering: bool, resolved: int | None, report: BatchReport) -> None:
+                       recovering: bool, resolved: int | None, report: BatchReport, reread: RawReader | None) -> None:
         """The changelog, the dead letters and every table's changes of the batch, written to the sink."""
         work, unfollowed = self.planner.plan_tables(applicable, facts, state, resolved)
         report.changes_applied = sum(s.changes for w in work.values() for s in w.segments.values())
@@ -281,7 +287,7 @@ class Replicator:
             report.dead_letters += len(unfollowed)
             dead = dead.unionByName(self.planner.unfollowed_records(applicable, unfollowed))
         if facts.errors or unfollowed:
-            self.sink.append_dead_letters(dead, batch, recovering)
+            self.sink.append_dead_letters(with_raw_messages(dead, reread), batch, recovering)
         net = self._net_changes(applicable, work)
         try:
             with self.history.batch(self.planner.segmented_rows(applicable, work), work, state.tables):
