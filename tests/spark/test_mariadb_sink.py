@@ -127,7 +127,8 @@ def test_mysql_values_are_exact_and_keys_apart_as_upstream_and_each_write_stores
               into: str = target) -> None:
         frame = spark.createDataFrame([(image["k"], op, json.dumps(image)) for op, image in rows],
                                       "_key string, _op string, _image string")
-        sink.write_changes(into, schema, frame, step, whole_images=whole_images, maybe_empty=False)
+        sink.write_changes(into, schema, frame, step, whole_images=whole_images, maybe_empty=False,
+                           part=("db", "values", 0))
 
     write([("insert", image) for image in images], Step(1, 1))
     # A partial update keeps the columns its image lacks; a delete takes only its own key.

@@ -8,7 +8,8 @@ no SQL; everything it writes goes through these calls, in this order per batch:
 1. :meth:`Sink.load_state` (in the job's first batch, then :meth:`Sink.apply_layout` for each table the
    job file lays out); if the state holds no plan, :meth:`Sink.record_plan`;
 2. :meth:`Sink.append_changelog`, :meth:`Sink.append_dead_letters`;
-3. per table, for each of its segments and DDLs in order: :meth:`Sink.create_table`,
+3. :meth:`Sink.stage_changes` with every table's net changes of the batch; then per table, for each of
+   its segments and DDLs in order: :meth:`Sink.create_table`,
    :meth:`Sink.evolve_table`, :meth:`Sink.write_changes`, :meth:`Sink.truncate_table`,
    :meth:`Sink.rename_table`, :meth:`Sink.drop_table` (tables in parallel threads);
 4. :meth:`Sink.commit`.
@@ -52,6 +53,10 @@ if TYPE_CHECKING:
 
     from cdclake.spark.progress import JobState
 
+
+# The upstream table (database, table) and segment a write's net changes are of, as the batch's net
+# changes name them (Sink.stage_changes).
+NetPart = tuple[str, str, int]
 
 # (name, Spark SQL type) of the job's changelog and dead-letter rows, as a database sink keeps them (each
 # with the batch that appended it).
@@ -167,10 +172,17 @@ class Sink(Protocol):
         """(batch, step) of the newest :class:`Step` stored with ``target``'s rows; (0, 0) if none, or if
         the table does not exist."""
 
+    def stage_changes(self, net: DataFrame) -> None:
+        """Before the batch's tables are written: every table's net changes of the batch (``database``,
+        ``table``, ``_segment``, then ``_key``, ``_op``, ``_image``), for a sink that loads them into its
+        store in one go rather than one write at a time (each :meth:`write_changes` is then given its
+        ``part``); nothing to do for one that reads each write's ``net`` itself."""
+
     def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
-                      whole_images: bool, maybe_empty: bool) -> None:
+                      whole_images: bool, maybe_empty: bool, part: NetPart) -> None:
         """Apply ``net``, one net change per key (``_key``, ``_op``, ``_image``: JSON of lake texts), with
-        ``step``, atomically. ``whole_images``: every insert's and update's image holds every column
+        ``step``, atomically: the rows of :meth:`stage_changes`'s whose ``database``, ``table`` and
+        ``_segment`` are ``part``. ``whole_images``: every insert's and update's image holds every column
         (else a column an image lacks keeps its value). ``maybe_empty``: the table is new to the job."""
 
     def truncate_table(self, target: str, step: Step) -> None:
@@ -208,10 +220,16 @@ class HistorySink(Protocol):
     def create_history(self, target: str, schema: TableSchema) -> None:
         """A history table for the versions of ``schema``'s rows, unless ``target`` exists."""
 
-    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step) -> None:
-        """Apply ``actions`` (one segment's :class:`~cdclake.schema.history.VersionAction` records: ``_action``,
-        ``_image`` JSON of lake texts, ``_start_ts``, ``_end_ts``, ``_end_op``) to ``target``, the history of
-        ``schema``'s rows, with ``step``, atomically."""
+    def stage_history(self, actions: DataFrame) -> None:
+        """Before the batch's tables are written: every history table's version actions of the batch
+        (``database``, ``table``, ``_segment``, then as :meth:`write_history` reads them), as
+        :meth:`Sink.stage_changes` has the net changes."""
+
+    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step, part: NetPart) -> None:
+        """Apply ``actions`` (one segment's :class:`~cdclake.schema.history.VersionAction` records: ``_op``,
+        ``_image`` JSON of lake texts, ``_start_ts``, ``_end_ts``, ``_end_op``; the rows of
+        :meth:`stage_history`'s that are ``part``) to ``target``, the history of ``schema``'s rows, with
+        ``step``, atomically."""
 
     def close_history(self, target: str, end_ts: int, keep: bool, step: Step) -> None:
         """A TRUNCATE at ``end_ts``: every open version of ``target`` ended (``keep``) or removed, with

@@ -125,6 +125,7 @@ class HistoryKeeper:
         self._actions = actions.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             self._actions.count()
+            self._history_sink.stage_history(self._actions)
             yield
         finally:
             self._actions.unpersist()
@@ -164,7 +165,7 @@ class HistoryKeeper:
             return
         actions = self._actions.filter((F.col("database") == key[0]) & (F.col("table") == key[1])
                                        & (F.col("_segment") == segment))
-        self._history_sink.write_history(target, known.schema, actions, step)
+        self._history_sink.write_history(target, known.schema, actions, step, (*key, segment))
         killpoints.reached("table-merged")
 
     # --- the mirror's DDLs, followed ---------------------------------------------------------------------

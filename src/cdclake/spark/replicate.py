@@ -290,6 +290,7 @@ class Replicator:
             self.sink.append_dead_letters(with_raw_messages(dead, reread), batch, recovering)
         net = self._net_changes(applicable, work)
         try:
+            self.sink.stage_changes(net)
             with self.history.batch(self.planner.segmented_rows(applicable, work), work, state.tables):
                 self._apply_tables(state, work, net, batch, recovering, resolved, report)
         finally:
@@ -382,7 +383,7 @@ class Replicator:
             if (batch, step) > done:
                 self.sink.write_changes(known.lake_table, known.schema, table_net.filter(F.col("_segment") == index),
                                         Step(batch, step, resolved), whole_images=segment.whole_images(known.schema),
-                                        maybe_empty=maybe_empty)
+                                        maybe_empty=maybe_empty, part=(*work.key, index))
                 killpoints.reached("table-merged")
             self.history.write(work.key, known, index, Step(batch, step, resolved), recovering)
             maybe_empty = False

@@ -19,7 +19,7 @@ from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.lake import quote
 from cdclake.schema.layout import TableLayout
 from cdclake.schema.policy import EvolutionPolicy
-from cdclake.sinks.base import Compaction, Step
+from cdclake.sinks.base import Compaction, NetPart, Step
 from cdclake.sinks.iceberg import catalogs, compaction, evolution, history, state, tables
 from cdclake.sinks.iceberg import layout as mirror_layout
 from cdclake.sinks.iceberg.commit import with_commit_properties
@@ -101,8 +101,11 @@ class IcebergSink:
             return (0, 0)
         return tables.last_step(self.spark, target)
 
+    def stage_changes(self, net: DataFrame) -> None:
+        """Nothing: each MERGE reads its part of the batch's net changes, which Spark holds already."""
+
     def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
-                      whole_images: bool, maybe_empty: bool) -> None:
+                      whole_images: bool, maybe_empty: bool, part: NetPart) -> None:
         # A table that never had rows needs no MERGE: its net changes are appended, without a join.
         if maybe_empty and not tables.has_snapshots(self.spark, target):
             tables.append_changes(self.spark, target, schema, net, _properties(step))
@@ -131,7 +134,10 @@ class IcebergSink:
     def create_history(self, target: str, schema: TableSchema) -> None:
         history.create_history(self.spark, target, schema, self.settings)
 
-    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step) -> None:
+    def stage_history(self, actions: DataFrame) -> None:
+        """Nothing: each MERGE reads its part of the batch's version actions, which Spark holds already."""
+
+    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step, part: NetPart) -> None:
         history.write_history(self.spark, target, schema, actions, _properties(step))
 
     def close_history(self, target: str, end_ts: int, keep: bool, step: Step) -> None:

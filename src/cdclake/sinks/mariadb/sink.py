@@ -38,7 +38,7 @@ from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.layout import TableLayout
 from cdclake.schema.rows import changes_seen_in_rows
-from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step, refuse_layout
+from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, NetPart, Step, refuse_layout
 from cdclake.sinks.mariadb import statements
 from cdclake.sinks.mariadb.connection import MariaDBAddress, connect
 from cdclake.sinks.mariadb.loading import SinkError, load_frame, load_rows, net_rows
@@ -195,8 +195,11 @@ class MariaDBSink:
                 target = row[2]
         return newest
 
+    def stage_changes(self, net: DataFrame) -> None:
+        """Nothing: a write's staging table has its table's own column types, so each write loads its own."""
+
     def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
-                      whole_images: bool, maybe_empty: bool) -> None:
+                      whole_images: bool, maybe_empty: bool, part: NetPart) -> None:
         collation, local_infile = self._server
         stage = self._new_stage()
         try:

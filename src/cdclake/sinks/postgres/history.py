@@ -2,8 +2,8 @@
 segment's version actions applied from a staging table in three statements, a TRUNCATE as one UPDATE (or
 DELETE) of the open versions. Like every statement of the sink, they run in the batch's transaction.
 
-A segment's actions (:class:`~cdclake.schema.history.VersionAction`) arrive in a staging table of
-(``_op``, ``_image``, ``_start_ts``, ``_end_ts``, ``_end_op``), as the Iceberg sink's MERGE reads them:
+A segment's actions (:class:`~cdclake.schema.history.VersionAction`) are its part of the batch's staging
+table (``_op``, ``_image``, ``_start_ts``, ``_end_ts``, ``_end_op``), as the Iceberg sink's MERGE reads them:
 ``remove`` deletes the key's open version (``__end_ts`` NULL), ``patch`` and ``close`` update it (a
 column the image lacks keeps its value), ``insert`` adds a version. A key has at most one action that
 finds its open version in a segment, and the inserts come last, so no insert is found by an update.
@@ -19,9 +19,10 @@ from cdclake.sinks.postgres.types import pg_type
 # The version columns as PostgreSQL holds them: the flag a boolean, as in the lake.
 VERSION_COLUMNS = ((START_TS, "bigint"), (START_AT, "timestamptz"), (END_TS, "bigint"), (END_AT, "timestamptz"),
                    (END_OP, "text"), (IS_CURRENT, "boolean"))
-# (name, Spark type) of a staging table of version actions (spark.history.ACTION_DDL's, per segment).
-ACTION_FIELDS = (("_op", "string"), ("_image", "string"), ("_start_ts", "bigint"), ("_end_ts", "bigint"),
-                 ("_end_op", "string"))
+# (name, Spark type) of the staging table of a batch's version actions (spark.history.ACTION_DDL's).
+ACTION_STAGE_FIELDS = (("database", "string"), ("table", "string"), ("_segment", "int"), ("_op", "string"),
+                       ("_image", "string"), ("_start_ts", "bigint"), ("_end_ts", "bigint"), ("_end_op", "string"))
+ACTION_NAMES = ("_op", "_image", "_start_ts", "_end_ts", "_end_op")  # what a segment's write reads
 
 
 def create_history(target: str, schema: TableSchema) -> list[str]:
@@ -44,7 +45,8 @@ def _wall_clock(ts_sql: str) -> str:
 
 
 def write_history(target: str, stage: str, schema: TableSchema) -> list[str]:
-    """The version actions in ``stage`` applied to ``target``, the history of ``schema``'s rows."""
+    """The version actions in ``stage`` (a table or a parenthesized query) applied to ``target``, the
+    history of ``schema``'s rows."""
     keys = schema.key_columns or tuple(c.name for c in schema.columns)
     by_name = {c.name: c for c in schema.columns}
     # As the mirror's merge: "=" on a primary key's columns (never NULL) uses the index; without a key,

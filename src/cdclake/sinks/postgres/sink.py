@@ -29,7 +29,7 @@ from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.layout import TableLayout
 from cdclake.schema.rows import changes_seen_in_rows
-from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, Step, refuse_layout
+from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, NetPart, Step, refuse_layout
 from cdclake.sinks.postgres import history, statements
 from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, connect
 from cdclake.sinks.postgres.statements import ident, table_name
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _PG_TYPE_OF_SPARK = {"string": "text", "int": "integer", "bigint": "bigint", "binary": "bytea"}
-NET_FIELDS = (("_key", "string"), ("_op", "string"), ("_image", "string"))
+NET_STAGE_FIELDS = (("database", "string"), ("table", "string"), ("_segment", "int"), ("_key", "string"),
+                    ("_op", "string"), ("_image", "string"))
 STAGE_PREFIX = "cdclake_stage_"
 _QUOTED_PAIR = re.compile(r'"((?:[^"]|"")*)"\."((?:[^"]|"")*)"')
 
@@ -56,6 +57,8 @@ class PostgresSink:
         self.spark, self.address, self.namespace = spark, address, namespace
         self._statements: list[str] = []  # the batch's table statements, in the order they were asked
         self._stages: list[str] = []
+        self._net_stage: str | None = None  # the batch's net changes (stage_changes)
+        self._history_stage: str | None = None  # its version actions (stage_history)
         self._lock = threading.Lock()
 
     def _job_table(self, name: str) -> str:
@@ -76,7 +79,7 @@ class PostgresSink:
     # --- progress ----------------------------------------------------------------------------------------
 
     def load_state(self) -> tuple[JobState, DataFrame]:
-        self._statements, self._stages = [], []
+        self._statements, self._stages, self._net_stage, self._history_stage = [], [], None, None
         table = self._job_table("state")
         with self._connect() as connection:
             self._drop_stale_stages(connection)
@@ -111,7 +114,7 @@ class PostgresSink:
                                f"FROM {stage}")
             for staged in self._stages:
                 cursor.execute(f"DROP TABLE {staged}")
-        self._statements, self._stages = [], []
+        self._statements, self._stages, self._net_stage, self._history_stage = [], [], None, None
 
     # --- tables ------------------------------------------------------------------------------------------
 
@@ -135,10 +138,18 @@ class PostgresSink:
     def last_step(self, target: str) -> tuple[int, int]:
         return (0, 0)  # a batch's steps are stored only with its state: see the module's docstring
 
+    def stage_changes(self, net: DataFrame) -> None:
+        """The batch's net changes of every table in one staging table, copied by the executors in one
+        Spark job (a job per write cost more than its writing, for the small writes of most batches),
+        indexed by the part each write takes, and analyzed, so that PostgreSQL plans each merge on its
+        part's size."""
+        self._net_stage = self._stage_parts(net, NET_STAGE_FIELDS)
+
     def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
-                      whole_images: bool, maybe_empty: bool) -> None:
-        stage = self._stage(net, NET_FIELDS, jsonb="_image")
-        self._add(statements.merge(target, stage, schema, whole_images))
+                      whole_images: bool, maybe_empty: bool, part: NetPart) -> None:
+        assert self._net_stage is not None, "the pipeline stages a batch's net changes before it writes them"
+        self._add(statements.merge(target, _part_of(self._net_stage, part, ("_key", "_op", "_image")), schema,
+                                   whole_images))
 
     def truncate_table(self, target: str, step: Step) -> None:
         self._add([f"TRUNCATE {target}"])
@@ -165,9 +176,13 @@ class PostgresSink:
         namespace, _ = _split(target)
         self._add([f"CREATE SCHEMA IF NOT EXISTS {ident(namespace)}", *history.create_history(target, schema)])
 
-    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step) -> None:
-        stage = self._stage(actions, history.ACTION_FIELDS, jsonb="_image")
-        self._add(history.write_history(target, stage, schema))
+    def stage_history(self, actions: DataFrame) -> None:
+        """The batch's version actions of every history table in one staging table, as the net changes."""
+        self._history_stage = self._stage_parts(actions, history.ACTION_STAGE_FIELDS)
+
+    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step, part: NetPart) -> None:
+        assert self._history_stage is not None, "the pipeline stages a batch's version actions before it writes them"
+        self._add(history.write_history(target, _part_of(self._history_stage, part, history.ACTION_NAMES), schema))
 
     def close_history(self, target: str, end_ts: int, keep: bool, step: Step) -> None:
         self._add(history.close_history(target, end_ts, keep))
@@ -193,6 +208,15 @@ class PostgresSink:
         return []
 
     # --- staging -----------------------------------------------------------------------------------------
+
+    def _stage_parts(self, frame: DataFrame, fields: Sequence[tuple[str, str]]) -> str:
+        """A staging table of rows for many writes (``database``, ``table``, ``_segment`` say whose), indexed
+        by them and analyzed, so that PostgreSQL plans each write on the size of its part."""
+        stage = self._stage(frame, fields, jsonb="_image")
+        with self._connect() as connection:
+            connection.execute(f'CREATE INDEX ON {stage} (database, "table", _segment)')
+            connection.execute(f"ANALYZE {stage}")
+        return stage
 
     def _stage(self, frame: DataFrame, fields: Sequence[tuple[str, str]], jsonb: str | None = None) -> str:
         """``frame``'s ``fields`` copied by the executors into a new unlogged table (committed: no reader
@@ -254,6 +278,14 @@ def _copy_rows(cursor: psycopg.Cursor[Any], table: str, names: Sequence[str], ro
             copy.write_row(row)
             count += 1
     return count
+
+
+def _part_of(stage: str, part: NetPart, names: Sequence[str]) -> str:
+    """The rows of ``part`` in ``stage`` (:meth:`PostgresSink._stage_parts`), their columns ``names``, as a
+    parenthesized query a statement reads as it would a table."""
+    database, table, segment = part
+    return (f"(SELECT {_names(names)} FROM {stage} WHERE database = {statements.literal(database)} "
+            f"AND \"table\" = {statements.literal(table)} AND _segment = {int(segment)})")
 
 
 def _names(names: Iterable[str]) -> str:

@@ -1,8 +1,8 @@
 """The PostgreSQL statements of the sink: names quoted, mirrors created and changed, net changes merged
 from a staging table.
 
-A segment's net changes arrive in an unlogged staging table of (``_key``, ``_op``, ``_image``), the
-image a JSON object of lake texts. One merge is three statements in the batch's transaction: the
+A segment's net changes are its part of the batch's unlogged staging table (``_key``, ``_op``,
+``_image``, the image a JSON object of lake texts). One merge is three statements in the batch's transaction: the
 deletes, the updates (a column an image lacks keeps its value), the inserts of keys the table lacks.
 Net changes hold one change per key, so their order cannot make a key collide with itself.
 """
@@ -67,7 +67,8 @@ def index_name(target: str) -> str:
 
 
 def merge(target: str, stage: str, schema: TableSchema, whole_images: bool) -> list[str]:
-    """The net changes in ``stage`` applied to ``target``, whose columns are ``schema``'s."""
+    """The net changes in ``stage`` (a table or a parenthesized query of ``_key``, ``_op``, ``_image``)
+    applied to ``target``, whose columns are ``schema``'s."""
     keys = schema.key_columns or tuple(c.name for c in schema.columns)
     by_name = {c.name: c for c in schema.columns}
     # Key columns of a primary key are never NULL: "=" lets PostgreSQL use the index. Without a key,
