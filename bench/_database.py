@@ -62,12 +62,13 @@ class Measures:
 
 def phases_of(sink: type) -> tuple[tuple[str, Any, str], ...]:
     """The functions a batch into ``sink`` (the sink's class) spends its time in, in the order it calls them
-    (bench/_timing.py wraps them): "apply tables" stages each table's net rows and runs the sink's table
-    calls, "commit" ends the batch with the job's progress."""
+    (bench/_timing.py wraps them): "stage changes" hands the sink every table's net rows at once (PostgreSQL
+    copies them into its staging table), "apply tables" runs the sink's table calls (MariaDB stages each
+    write's rows there), "commit" ends the batch with the job's progress."""
     return (("load state", sink, "load_state"), ("record plan", sink, "record_plan"), ("decode + facts", Facts, "of"),
             ("dedupe", Ordering, "deduplicated"), ("plan tables", TablePlanner, "plan_tables"),
             ("changelog", sink, "append_changelog"), ("net changes", Replicator, "_net_changes"),
-            ("apply tables", Replicator, "_apply_tables"), ("commit", sink, "commit"))
+            ("stage changes", sink, "stage_changes"), ("apply tables", Replicator, "_apply_tables"), ("commit", sink, "commit"))
 
 
 def streams(events: int) -> tuple[CapturedStream, CapturedStream]:
@@ -118,7 +119,7 @@ def section(markers: tuple[str, str], title: str, command: str, m: Measures, loa
     heading = "  \n".join([
         f"Command: `{command}`",
         f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
-        f"Machine: {machine()}, shared with other work; Spark `local[2]`; load average {loads[0]} (1 min) at "
+        f"Machine: {machine()}; Spark `local[2]`; load average {loads[0]} (1 min) at "
         f"the start, {loads[1]} at the end",
         f"Workload: {m.workload}; batches of at most {max_batch_records:,} records. {server}"])
     return f"""{markers[0]}
