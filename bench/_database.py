@@ -68,7 +68,8 @@ def phases_of(sink: type) -> tuple[tuple[str, Any, str], ...]:
     return (("load state", sink, "load_state"), ("record plan", sink, "record_plan"), ("decode + facts", Facts, "of"),
             ("dedupe", Ordering, "deduplicated"), ("plan tables", TablePlanner, "plan_tables"),
             ("changelog", sink, "append_changelog"), ("net changes", Replicator, "_net_changes"),
-            ("stage changes", sink, "stage_changes"), ("apply tables", Replicator, "_apply_tables"), ("commit", sink, "commit"))
+            ("stage changes", sink, "stage_changes"), ("apply tables", Replicator, "_apply_tables"),
+            ("commit", sink, "commit"))
 
 
 def streams(events: int) -> tuple[CapturedStream, CapturedStream]:

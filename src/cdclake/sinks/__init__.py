@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # URL prefix -> the package of the sink it names, which has check_url(url) (raising OptionError),
 # open_sink(spark, url, namespace), returning the Sink (its own tables made), open_reader(url, namespace),
-# returning a StatusReader, compare_tables (below), and KEEPS_HISTORY: whether its Sink is also a HistorySink.
+# returning a StatusReader, and compare_tables (below). Its Sink is a HistorySink too.
 SINKS = {
     "jdbc:postgresql:": "cdclake.sinks.postgres",
     "jdbc:mariadb:": "cdclake.sinks.mariadb",
@@ -34,11 +34,6 @@ SINKS = {
 def check_url(url: str) -> None:
     """Refuse, before anything runs, a sink URL no sink takes or its sink finds malformed."""
     _package(url).check_url(url)
-
-
-def keeps_history(url: str) -> bool:
-    """Whether the sink ``url`` names keeps history tables (SCD type 2) beside its mirrors."""
-    return bool(_package(url).KEEPS_HISTORY)
 
 
 def open_sink(spark: SparkSession, url: str, namespace: str) -> Sink:

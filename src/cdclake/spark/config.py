@@ -69,7 +69,7 @@ class ReplicateConfig:
     def __post_init__(self) -> None:
         # A wrong format or option name is refused here, before a session or a table is touched.
         codec = get_codec(self.format)
-        check_history(self.history, self.sink, codec.has_watermarks(codec.resolve(self.format_options)))
+        check_history(self.history, codec.has_watermarks(codec.resolve(self.format_options)))
         if self.sink is not None:
             check_sink_url(self.sink)
             for rule in self.layouts:

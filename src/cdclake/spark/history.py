@@ -24,7 +24,6 @@ from cdclake.model import Ddl
 from cdclake.schema.ddl.changes import SchemaChange
 from cdclake.schema.history import HISTORY_SUFFIX, HistorySettings, KeyChange, versions_of_key
 from cdclake.schema.names import Naming, RefusedName
-from cdclake.sinks import keeps_history
 from cdclake.sinks.base import HistorySink, Sink, Step
 from cdclake.spark import killpoints
 from cdclake.spark.progress import JobState, TableState
@@ -40,15 +39,10 @@ _ORDER = ("commit_ts", "partition", "offset", "index")
 _BATCH_ROWS = 4096
 
 
-def check_history(settings: HistorySettings, sink_url: str | None, commit_ts: bool) -> None:
-    """Refuse, before Spark starts, a job whose history tables could not be kept: a sink that keeps none
-    (the MariaDB/MySQL sink), or a stream whose changes carry no commit ts (``commit_ts``)."""
-    if not settings:
-        return
-    if sink_url is not None and not keeps_history(sink_url):
-        raise OptionError(f"history: the sink {sink_url.split('?', 1)[0]} keeps no history tables (the Iceberg and "
-                          "PostgreSQL sinks do); leave history out of this job")
-    if not commit_ts:
+def check_history(settings: HistorySettings, commit_ts: bool) -> None:
+    """Refuse, before Spark starts, a job whose history tables could not be kept: a stream whose changes
+    carry no commit ts (``commit_ts``)."""
+    if settings and not commit_ts:
         raise OptionError("history: versions start and end at their changes' commit ts, which this stream does "
                           "not carry (the formats with TiDB's resolved ts do: canal-json with "
                           "enable-tidb-extension, open, simple, simple-avro)")
@@ -61,8 +55,8 @@ class HistoryKeeper:
     def __init__(self, sink: Sink, settings: HistorySettings, naming: Naming) -> None:
         self.sink, self.settings, self.naming = sink, settings, naming
         if settings and not isinstance(sink, HistorySink):
-            raise OptionError(f"history: the sink {type(sink).__name__} keeps no history tables (the Iceberg and "
-                              "PostgreSQL sinks do); leave history out of this job")
+            raise OptionError(f"history: the sink {type(sink).__name__} keeps no history tables (cdclake's own "
+                              "sinks do); leave history out of this job")
         self._made: set[str] = set()
         self._actions: DataFrame | None = None
 

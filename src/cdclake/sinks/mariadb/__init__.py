@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from cdclake.sinks.mariadb.reader import MariaDBReader
     from cdclake.sinks.mariadb.sink import MariaDBSink
 
-# No history tables yet: a job asking for them is refused before Spark starts.
-KEEPS_HISTORY = False
 
 
 def check_url(url: str) -> None:

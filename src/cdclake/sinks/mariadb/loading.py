@@ -120,18 +120,20 @@ def _tuples(batch: Any) -> Iterator[tuple[Any, ...]]:
     return zip(*(column.to_pylist() for column in batch.columns), strict=True)
 
 
-def net_rows(names: Sequence[str], column_types: Sequence[str],
-             target: str) -> Callable[[Any], Iterator[tuple[Any, ...]]]:
+def net_rows(names: Sequence[str], column_types: Sequence[str], target: str,
+             extra: Sequence[str] = ()) -> Callable[[Any], Iterator[tuple[Any, ...]]]:
     """The function turning an Arrow batch of net changes (``_op``, ``_image``) into staging rows: the op,
-    which columns the image has, each column's value as its column takes it."""
+    which columns the image has, each column's value as its column takes it; then the batch's ``extra``
+    columns as they are."""
     loaders = [loader(column_type, f"{target}.{name}") for name, column_type in zip(names, column_types, strict=True)]
 
     def rows(batch: Any) -> Iterator[tuple[Any, ...]]:
         import orjson
 
-        for op, image_json in zip(batch.column("_op").to_pylist(), batch.column("_image").to_pylist(), strict=True):
+        columns = [batch.column(name).to_pylist() for name in ("_op", "_image", *extra)]
+        for op, image_json, *carried in zip(*columns, strict=True):
             image = orjson.loads(image_json) if image_json else {}
             given = "".join("1" if name in image else "0" for name in names)
-            yield (op, given, *(load(image.get(name)) for load, name in zip(loaders, names, strict=True)))
+            yield (op, given, *(load(image.get(name)) for load, name in zip(loaders, names, strict=True)), *carried)
 
     return rows

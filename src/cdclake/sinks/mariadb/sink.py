@@ -35,11 +35,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from cdclake.model import TableSchema
-from cdclake.schema.ddl.changes import SchemaChange
+from cdclake.schema.ddl.changes import SchemaChange, SetKey
 from cdclake.schema.layout import TableLayout
 from cdclake.schema.rows import changes_seen_in_rows
 from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, NetPart, Step, refuse_layout
-from cdclake.sinks.mariadb import statements
+from cdclake.sinks.mariadb import history, statements
 from cdclake.sinks.mariadb.connection import MariaDBAddress, connect
 from cdclake.sinks.mariadb.loading import SinkError, load_frame, load_rows, net_rows
 from cdclake.sinks.mariadb.statements import ident, names, split_target, table_name, table_options
@@ -70,6 +70,8 @@ class MariaDBSink:
         self.spark, self.address, self.namespace = spark, address, namespace
         self._batch = 0  # the batch under way, as the state loaded last says
         self._ddl_calls: dict[str, int] = {}  # per table, the DDL calls on it in this run of the batch
+        # The history tables this run made or was told of (create_history comes first for each).
+        self._histories: set[str] = set()
         self._lock = threading.Lock()
 
     def _job_table(self, name: str) -> str:
@@ -162,6 +164,8 @@ class MariaDBSink:
         return changes_seen_in_rows(schema, types, holds)
 
     def evolve_table(self, target: str, schema: TableSchema, changes: Sequence[SchemaChange]) -> None:
+        if target in self._histories:  # a key has many versions there: no unique key for it to follow
+            changes = [change for change in changes if not isinstance(change, SetKey)]
         self._once(target, lambda cursor: self._evolve(cursor, target, changes))
 
     @staticmethod
@@ -200,22 +204,59 @@ class MariaDBSink:
 
     def write_changes(self, target: str, schema: TableSchema, net: DataFrame, step: Step, *,
                       whole_images: bool, maybe_empty: bool, part: NetPart) -> None:
-        collation, local_infile = self._server
         stage = self._new_stage()
+        self._load_and_apply(target, schema, net, step, stage, statements.stage_table(stage, schema, self._server[0]),
+                             statements.merge(target, stage, schema, whole_images))
+
+    def _load_and_apply(self, target: str, schema: TableSchema, rows: DataFrame, step: Step, stage: str,
+                        create_stage: str, apply: Sequence[str], extra: Sequence[tuple[str, str]] = ()) -> None:
+        """``rows`` (``_op``, ``_image``, then the ``extra`` (column, staged as) pairs) loaded by the executors
+        into the staging table ``create_stage`` makes, then ``apply``'s statements and ``step`` stored in one
+        transaction; the staging table dropped."""
+        _, local_infile = self._server
         try:
             with self._connect() as cursor:
-                cursor.execute(statements.stage_table(stage, schema, collation))
-            columns = [statements.OP, statements.GIVEN, *(f"c{i}" for i in range(len(schema.columns)))]
+                cursor.execute(create_stage)
             column_names = [c.name for c in schema.columns]
-            load_frame(net.select("_op", "_image"), self.address.arguments, stage, columns, local_infile,
-                       net_rows(column_names, [mariadb_type(c.type) for c in schema.columns], target),
-                       shown=[statements.OP, statements.GIVEN, *column_names])
+            staged = [statements.OP, statements.GIVEN, *(f"c{i}" for i in range(len(schema.columns))),
+                      *(name for _, name in extra)]
+            load_frame(rows.select("_op", "_image", *(column for column, _ in extra)), self.address.arguments, stage,
+                       staged, local_infile,
+                       net_rows(column_names, [mariadb_type(c.type) for c in schema.columns], target,
+                                [column for column, _ in extra]),
+                       shown=[statements.OP, statements.GIVEN, *column_names, *(name for _, name in extra)])
             with self._connect(autocommit=False) as cursor:
-                for statement in statements.merge(target, stage, schema, whole_images):
+                for statement in apply:
                     cursor.execute(statement)
                 self._store_step(cursor, target, step)
         finally:
             self._drop(stage)
+
+    # --- history tables (sinks.base.HistorySink) -------------------------------------------------------
+
+    def create_history(self, target: str, schema: TableSchema) -> None:
+        def create(cursor: Any) -> None:
+            self._create_database(cursor, split_target(target)[0])
+            cursor.execute(history.create_history(target, schema, self._server[0]))
+
+        self._histories.add(target)
+        self._once(target, create)
+
+    def stage_history(self, actions: DataFrame) -> None:
+        """Nothing: a write's staging table has its table's own column types, so each write loads its own."""
+
+    def write_history(self, target: str, schema: TableSchema, actions: DataFrame, step: Step, part: NetPart) -> None:
+        stage = self._new_stage()
+        self._load_and_apply(target, schema, actions, step, stage,
+                             history.stage_history(stage, schema, self._server[0]),
+                             history.write_history(target, stage, schema),
+                             tuple(zip(history.ACTION_COLUMNS, (history.START, history.END, history.ENDED_BY),
+                                       strict=True)))
+
+    def close_history(self, target: str, end_ts: int, keep: bool, step: Step) -> None:
+        with self._connect(autocommit=False) as cursor:
+            cursor.execute(history.close_history(target, end_ts, keep))
+            self._store_step(cursor, target, step)
 
     def truncate_table(self, target: str, step: Step) -> None:
         with self._connect() as cursor:
@@ -237,6 +278,8 @@ class MariaDBSink:
                            "VALUES (%s, 0, 0, %s, %s) ON DUPLICATE KEY UPDATE renamed_to = VALUES(renamed_to), "
                            "renamed_in = VALUES(renamed_in)", (target, new_target, self._batch))
 
+        if target in self._histories:
+            self._histories.add(new_target)
         self._once(target, rename)
 
     @staticmethod

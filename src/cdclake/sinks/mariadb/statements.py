@@ -88,10 +88,11 @@ def create_table(target: str, schema: TableSchema, collation: str) -> str:
     return f"CREATE TABLE IF NOT EXISTS {target} ({', '.join(columns)}) {table_options(collation)}"
 
 
-def stage_table(stage: str, schema: TableSchema, collation: str) -> str:
-    """The staging table of one write's net changes to a table of ``schema``."""
+def stage_table(stage: str, schema: TableSchema, collation: str, extra: Sequence[str] = ()) -> str:
+    """The staging table of one write's net changes to a table of ``schema``; ``extra``: definitions of
+    columns after the table's."""
     columns = [f"{OP} varchar(6) NOT NULL", f"{GIVEN} text NOT NULL",
-               *(f"c{i} {mariadb_type(c.type)} NULL" for i, c in enumerate(schema.columns))]
+               *(f"c{i} {mariadb_type(c.type)} NULL" for i, c in enumerate(schema.columns)), *extra]
     return f"CREATE TABLE {stage} ({', '.join(columns)}) {table_options(collation)}"
 
 

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from cdclake.sinks.postgres.reader import PostgresReader
     from cdclake.sinks.postgres.sink import PostgresSink
 
-# History tables beside the mirrors: .history, in the batch's transaction.
-KEEPS_HISTORY = True
 
 
 def check_url(url: str) -> None:
