@@ -1,9 +1,9 @@
 """The PostgreSQL sink: one table per upstream table in a PostgreSQL database, each batch applied in one
 database transaction together with the job's progress.
 
-**One transaction per batch.** The executors copy a batch's rows (each segment's net changes, the
-changelog, the dead letters, the pending changes, the history tables' version actions) into unlogged
-staging tables with ``COPY``, in parallel, while the pipeline plans; nothing a reader sees changes. The
+**One transaction per batch.** The executors copy a batch's rows (every table's net changes into one,
+the history tables' version actions into another, the changelog, the dead letters, the pending changes)
+into unlogged staging tables with ``COPY``, in parallel, while the pipeline plans; nothing a reader sees changes. The
 pipeline's table calls (create, evolve, merge, truncate, rename, drop, and a history table's writes,
 :mod:`.history`) are kept, in order, as statements. :meth:`PostgresSink.commit`
 runs them all in one transaction with the new state (``<namespace>.cdclake_state``) and drops the
