@@ -1,5 +1,5 @@
 """BENCHMARKS.md holds one section per benchmark script, each between its own start and end markers;
-each section says on what machine it ran and how busy it was."""
+each section says on what machine it ran and how busy it was; what a run cost in CPU is counted here too."""
 
 from __future__ import annotations
 
@@ -54,3 +54,27 @@ def machine() -> str:
 def load_average() -> str:
     """The 1-minute load average: other processes on the machine compete with the run."""
     return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "unknown"
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user and system, children waited for included) of this process and every descendant."""
+    parents: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # gone meanwhile
+            stats[int(entry)] = fields
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    total, stack = 0.0, [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        if pid in stats:
+            total += sum(int(value) for value in stats[pid][11:15]) / _TICK
+        stack.extend(parents.get(pid, []))
+    return total

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import shutil
 import statistics
 import tempfile
@@ -30,7 +29,7 @@ from typing import Any
 
 from _stream import OPTIONS as FORMAT_OPTIONS
 from _stream import Prefix, cache_root, prepared_stream
-from benchmarks_md import command_line, load_average, machine, publish
+from benchmarks_md import command_line, load_average, machine, publish, tree_cpu_seconds
 
 from cdclake.spark.replicate import ReplicateConfig, Replicator
 from cdclake.spark.session import build_session, new_log_file
@@ -40,28 +39,6 @@ SECTION_START = "<!-- bench/fixed_cost.py: start -->"
 SECTION_END = "<!-- bench/fixed_cost.py: end -->"
 TARGET_S = 5.0
 OPTIONS = FORMAT_OPTIONS["canal-json"]
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu_seconds() -> float:
-    """CPU seconds (user and system, children waited for included) of this process and every descendant."""
-    parents: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue  # gone meanwhile
-            stats[int(entry)] = fields
-            parents.setdefault(int(fields[1]), []).append(int(entry))
-    total, stack = 0.0, [os.getpid()]
-    while stack:
-        pid = stack.pop()
-        if pid in stats:
-            total += sum(int(value) for value in stats[pid][11:15]) / _TICK
-        stack.extend(parents.get(pid, []))
-    return total
 
 
 def run(events: int, max_batch_records: int) -> tuple[list[dict[str, Any]], str]:

@@ -29,8 +29,7 @@ from pathlib import Path
 
 from _stream import OPTIONS as FORMAT_OPTIONS
 from _stream import CapturedStream, Prefix, cache_root, prepared_stream
-from benchmarks_md import command_line, load_average, machine, publish
-from fixed_cost import tree_cpu_seconds
+from benchmarks_md import command_line, load_average, machine, publish, tree_cpu_seconds
 
 from cdclake.schema.history import ALL_TABLES, HistorySettings
 from cdclake.spark.replicate import ReplicateConfig, Replicator
