@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from cdclake.model import TableSchema
 from cdclake.schema.history import END_AT, END_OP, END_TS, IS_CURRENT, START_AT, START_TS, VERSION_COLUMNS
-from cdclake.sinks.mariadb.statements import GIVEN, OP, ident, names, stage_table, table_options
+from cdclake.sinks.mariadb.statements import OP, given_or, ident, names, stage_table, table_options
 from cdclake.sinks.mariadb.types import mariadb_type
 
 START, END, ENDED_BY = "cdclake_start_ts", "cdclake_end_ts", "cdclake_end_op"
@@ -68,8 +68,7 @@ def write_history(target: str, stage: str, schema: TableSchema) -> list[str]:
                                  *(f"t.{ident(k)} {equal} s.c{position[k]}" for k in keys)])
     ends = {END_TS: f"s.{END}", END_AT: _wall_clock(f"s.{END}"), END_OP: f"s.{ENDED_BY}",
             IS_CURRENT: f"s.{END} IS NULL"}
-    sets = [f"t.{ident(c.name)} = IF(SUBSTRING(s.{GIVEN}, {i + 1}, 1) = '1', s.c{i}, t.{ident(c.name)})"
-            for i, c in enumerate(schema.columns)]
+    sets = [f"t.{ident(c.name)} = {given_or(i, f't.{ident(c.name)}')}" for i, c in enumerate(schema.columns)]
     sets += [f"t.{ident(name)} = {value}" for name, value in ends.items()]
     inserted = {**{c.name: f"s.c{i}" for i, c in enumerate(schema.columns)}, START_TS: f"s.{START}",
                 START_AT: _wall_clock(f"s.{START}"), **ends}

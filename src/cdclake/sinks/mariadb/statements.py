@@ -121,7 +121,13 @@ def _updated(target: str, column: ColumnSchema, index: int, whole_images: bool) 
     name = ident(column.name)
     if whole_images:
         return f"{name} = s.c{index}"
-    return f"{name} = IF(SUBSTRING(s.{GIVEN}, {index + 1}, 1) = '1', s.c{index}, {target}.{name})"
+    return f"{name} = {given_or(index, f'{target}.{name}')}"
+
+
+def given_or(index: int, kept: str) -> str:
+    """The staged value of column ``index`` (``s.c{index}``) where the staged image has the column, else
+    ``kept`` (the target's value: a column an image lacks keeps it)."""
+    return f"IF(SUBSTRING(s.{GIVEN}, {index + 1}, 1) = '1', s.c{index}, {kept})"
 
 
 def alter(target: str, changes: Sequence[SchemaChange], held: Mapping[str, str], key: Sequence[str]) -> list[str]:
