@@ -121,8 +121,10 @@ def with_raw_messages(dead: DataFrame, read: RawReader | None) -> DataFrame:
     are read: per partition, from the first such offset to the last."""
     from pyspark.sql import functions as F
 
+    if read is None:
+        return dead
     places = dead.filter("raw_value IS NULL AND offset IS NOT NULL").select("topic", "partition", "offset").collect()
-    if read is None or not places:
+    if not places:
         return dead
     spans: dict[tuple[str, int], tuple[int, int]] = {}
     for topic, partition, offset in places:

@@ -290,7 +290,8 @@ class Replicator:
             self.sink.append_dead_letters(with_raw_messages(dead, reread), batch, recovering)
         net = self._net_changes(applicable, work)
         try:
-            self.sink.stage_changes(net)
+            if report.changes_applied:  # a batch of DDLs and watermarks alone writes no table's rows
+                self.sink.stage_changes(net)
             with self.history.batch(self.planner.segmented_rows(applicable, work), work, state.tables):
                 self._apply_tables(state, work, net, batch, recovering, resolved, report)
         finally:
