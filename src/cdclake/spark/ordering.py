@@ -244,29 +244,27 @@ class Ordering:
         if not self.watermarks:
             return self._past_sequences(changes, state)
         applied_ts = {**state.gone, **{key: known.applied_ts for key, known in state.tables.items()}}
-        applied = [(db, table, ts) for (db, table), ts in applied_ts.items() if ts is not None]
+        applied = {key: ts for key, ts in applied_ts.items() if ts is not None}
         if not applied:
             return changes
-        marks = self.spark.createDataFrame(applied, "`database` string, `table` string, `_applied` bigint")
-        joined = changes.join(F.broadcast(marks), ["database", "table"], "left")
-        return joined.filter("_applied IS NULL OR commit_ts IS NULL OR commit_ts > _applied").drop("_applied")
+        mark = looked_up(applied, ("database", "table"), "bigint")
+        return changes.filter(mark.isNull() | F.col("commit_ts").isNull() | (F.col("commit_ts") > mark))
 
     def _past_sequences(self, changes: DataFrame, state: JobState) -> DataFrame:
         from pyspark.sql import functions as F
 
-        applied = [(topic, partition, Decimal(position.sequence))
-                   for (topic, partition), position in state.positions.items() if position.sequence is not None]
+        applied = {tp: Decimal(position.sequence) for tp, position in state.positions.items()
+                   if position.sequence is not None}
         if not applied:
             return changes
-        marks = self.spark.createDataFrame(applied, "`topic` string, `partition` int, `_applied` decimal(38,0)")
+        mark = looked_up(applied, ("topic", "partition"), "decimal(38,0)")
         sequence = F.col("sequence").cast("decimal(38,0)")
-        joined = changes.join(F.broadcast(marks), ["topic", "partition"], "left")
         # Where changes share a sequence (Canal-JSON's ``es``: a millisecond), at or above, not above: the
         # rest of a partition's newest millisecond may arrive after the batch that applied part of it.
         # Re-applying the newest change of a partition again is harmless to the tables: no later change
         # of its key was applied (a key stays in one partition); the changelog may show it twice.
-        newer = sequence > F.col("_applied") if self.unique_sequences else sequence >= F.col("_applied")
-        return joined.filter(F.col("_applied").isNull() | sequence.isNull() | newer).drop("_applied")
+        newer = sequence > mark if self.unique_sequences else sequence >= mark
+        return changes.filter(mark.isNull() | sequence.isNull() | newer)
 
     def remember_sequences(self, state: JobState, applicable: DataFrame) -> None:
         from pyspark.sql import functions as F
@@ -292,17 +290,33 @@ class Ordering:
         event_id = F.when(F.col("kind") == "ddl", F.get_json_object("event", "$.sql"))
         identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
         hashed = changes.withColumn("event_id", event_id).withColumn("_identity", F.xxhash64(*identity))
-        shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity")
-        shared_hashes = [(row["_identity"],) for row in shared.collect()]
-        if not shared_hashes:
+        # The shared hashes stay a Spark aggregate, not rows collected and made into a DataFrame again:
+        # such a DataFrame is made anew by a Python worker at each use of the query.
+        shared = (hashed.groupBy("_identity").count().filter("count > 1")
+                  .select("_identity", F.lit(True).alias("_suspect")))
+        if not shared.take(1):
             return changes, False
-        suspects = self.spark.createDataFrame(shared_hashes, "_identity bigint").withColumn("_suspect", F.lit(True))
-        marked = hashed.join(F.broadcast(suspects), "_identity", "left")
+        marked = hashed.join(F.broadcast(shared), "_identity", "left")
         first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
         copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
                           .filter("_copy = 1").drop("_copy"))
         unique = marked.filter("_suspect IS NULL")
         return unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id"), True
+
+
+def looked_up(marks: Mapping[tuple[Any, ...], Any], columns: Sequence[str], value_type: str) -> Column:
+    """What ``marks`` holds for a record's ``columns`` (its key: a table's database and name, a topic and
+    partition), as ``value_type``; null where it holds nothing. A map in the query rather than a DataFrame
+    of the marks joined: a DataFrame made from Python rows is made again, by a Python worker, at every
+    use of a query that reads it, and a batch's changes are read several times."""
+    from pyspark.sql import functions as F
+
+    def key(parts: Sequence[Column]) -> Column:
+        return F.struct(*(part.alias(f"k{index}") for index, part in enumerate(parts)))
+
+    entries = [part for found, value in marks.items()
+               for part in (key([F.lit(value_part) for value_part in found]), F.lit(value).cast(value_type))]
+    return F.element_at(F.create_map(*entries), key([F.col(name) for name in columns]))
 
 
 def net_changes(changes: DataFrame, groups: Sequence[str] = ()) -> DataFrame:
