@@ -237,6 +237,9 @@ class Replicator:
         # Deserialized, as Spark caches a DataFrame by default: its cached form is compressed column
         # batches already, and PySpark's MEMORY_AND_DISK serializes those again (BENCHMARKS.md).
         cached = decoded.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        # The pending changes too: each use of the batch's changes would read them from the sink again (the
+        # Iceberg state table's scan planned anew; a database sink's rows, made by a Python worker).
+        pending = pending.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             self._read_counter.value = (0, 0)
             with watching(self._read_counter, self._progress):
@@ -272,6 +275,7 @@ class Replicator:
             killpoints.reached("committed")
         finally:
             cached.unpersist()
+            pending.unpersist()
 
     def _apply_changes(self, state: JobState, applicable: DataFrame, decoded: DataFrame, facts: Facts, batch: int,
                        recovering: bool, resolved: int | None, report: BatchReport, reread: RawReader | None) -> None:
