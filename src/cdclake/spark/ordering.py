@@ -332,16 +332,16 @@ def net_changes(changes: DataFrame, groups: Sequence[str] = ()) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    order = [F.col("commit_ts"), F.col("sequence").cast("decimal(38,0)").alias("_sequence"), F.col("partition"),
-             F.col("offset"), F.col("index")]
+    order = {"commit_ts": F.col("commit_ts"), "_sequence": F.col("sequence").cast("decimal(38,0)"),
+             "partition": F.col("partition"), "offset": F.col("offset"), "index": F.col("index")}
     new_key = F.struct(F.col("key").alias("k"), F.col("op").alias("op"),
                        F.coalesce(F.col("after"), F.col("before")).alias("image"))
     old_key = F.when(F.col("old_key").isNotNull(),
                      F.struct(F.col("old_key").alias("k"), F.lit("delete").alias("op"), F.col("before").alias("image")))
-    exploded = (changes.select(*groups, F.explode(F.array(new_key, old_key)).alias("c"), *order)
+    exploded = (changes.select(*groups, F.explode(F.array(new_key, old_key)).alias("c"),
+                               *(column.alias(name) for name, column in order.items()))
                 .filter("c IS NOT NULL"))
-    newest_first = Window.partitionBy(*groups, "c.k").orderBy(
-        *[F.col(name).desc_nulls_last() for name in ("commit_ts", "_sequence", "partition", "offset", "index")])
+    newest_first = Window.partitionBy(*groups, "c.k").orderBy(*(F.col(name).desc_nulls_last() for name in order))
     return (exploded.withColumn("_rank", F.row_number().over(newest_first)).filter("_rank = 1")
             .select(*groups, F.col("c.k").alias("_key"), F.col("c.op").alias("_op"), F.col("c.image").alias("_image")))
 
