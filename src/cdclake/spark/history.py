@@ -12,7 +12,7 @@ mirror); DDLs evolve, rename, drop and (TRUNCATE) close it with the mirror.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,8 @@ from cdclake.spark.progress import JobState, TableState
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
+
+    from cdclake.spark.planning import TableWork
 
 ACTION_DDL = ("`database` string, `table` string, `_segment` int, `_op` string, `_image` string, "
               "`_start_ts` bigint, `_end_ts` bigint, `_end_op` string")
@@ -101,19 +103,20 @@ class HistoryKeeper:
     # --- one batch ---------------------------------------------------------------------------------------
 
     @contextmanager
-    def batch(self, rows: DataFrame, tables: Iterable[tuple[str, str]], mirrored: Iterable[tuple[str, str]]
+    def batch(self, rows: DataFrame, work: Mapping[tuple[str, str], TableWork], mirrored: Iterable[tuple[str, str]]
               ) -> Iterator[None]:
         """While a batch's tables are applied: the version actions of ``rows``, its segmented row changes
-        (:meth:`~cdclake.spark.planning.TablePlanner.segmented_rows`), where one of ``tables`` (those the
+        (:meth:`~cdclake.spark.planning.TablePlanner.segmented_rows`), where a table of ``work`` (those the
         batch changes) has history; ``mirrored``: the tables the job knows, whose names no history may take."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
-        tables = list(tables)
-        if not any(self.settings.wanted(*key) for key in tables):
-            yield
+        kept = [key for key in work if self.settings.wanted(*key)]
+        if kept:
+            self._check_names({*work, *mirrored})
+        if not any(segment.changes for key in kept for segment in work[key].segments.values()):
+            yield  # no history table's rows change: its DDLs alone are followed (see below)
             return
-        self._check_names({*tables, *mirrored})
         name = F.concat_ws(".", "database", "table")
         actions = version_actions(rows.filter(name.rlike(f"^(?:{self.settings.regex()})$")), self.settings)
         self._actions = actions.persist(StorageLevel.MEMORY_AND_DISK_DESER)
