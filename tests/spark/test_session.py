@@ -67,6 +67,19 @@ def test_the_running_session_uses_the_resolved_runtime(spark: Any) -> None:
     assert f"iceberg-spark-runtime-{'.'.join(pyspark.__version__.split('.')[:2])}_" in used
 
 
+def test_local_workers_import_the_installed_pyspark_and_no_zip(spark: Any) -> None:
+    def seen(_: Any) -> Any:
+        import sys
+        import zipimport
+
+        import pyspark as worker_pyspark
+
+        zips = [path for path, finder in sys.path_importer_cache.items() if isinstance(finder, zipimport.zipimporter)]
+        yield worker_pyspark.__file__, zips
+
+    assert spark.sparkContext.parallelize([0], 1).mapPartitions(seen).collect() == [(pyspark.__file__, [])]
+
+
 def test_a_warehouse_uri_stays_a_uri() -> None:
     assert iceberg_conf("lake", "s3a://bucket/lake")["spark.sql.catalog.lake.warehouse"] == "s3a://bucket/lake"
     assert iceberg_conf("lake", "rel/dir")["spark.sql.catalog.lake.warehouse"] == str(Path("rel/dir").absolute())

@@ -130,6 +130,11 @@ def build_session(
     jars = {} if own_jars else jar_settings(pyspark.__version__, spark_home, extra=extra_jars)
     settings = {
         **({"spark.driver.memory": LOCAL_DRIVER_MEMORY} if local else {}),
+        # Workers forked from a daemon that imports the installed PySpark, not Spark's zip of it, whose
+        # importers cost each Python task ~150 ms of CPU (spark/worker_daemon.py). Only where the workers
+        # run this interpreter, which has cdclake installed: on a cluster the daemon starts before the
+        # job's files (--py-files) reach the executors.
+        **({"spark.python.daemon.module": "cdclake.spark.worker_daemon"} if local else {}),
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         # Without a UI, Spark's status store still keeps the last 1,000 SQL executions with their plan
