@@ -107,10 +107,11 @@ def build_session(
     say; with a ``spark.jars`` of your own, name them there instead. ``master=None`` leaves the master to
     spark-submit. A local master's Python workers run this interpreter unless ``PYSPARK_PYTHON``
     says otherwise, so a virtual environment's packages (pyarrow, cdclake) are there on the executors
-    even when it is not activated; its driver, which runs the executors too, gets a heap of
-    ``LOCAL_DRIVER_MEMORY`` rather than Spark's 1 GiB. Both take effect only in a process that has not
-    started Spark's JVM yet. With ``log_file`` (see :func:`new_log_file`) a new JVM's log and its
-    stderr go to that file, and no progress bars are drawn: the terminal keeps what the caller prints.
+    even when it is not activated, and are forked from :mod:`cdclake.spark.worker_daemon`; its driver,
+    which runs the executors too, gets a heap of ``LOCAL_DRIVER_MEMORY`` rather than Spark's 1 GiB. Both
+    take effect only in a process that has not started Spark's JVM yet. With ``log_file`` (see
+    :func:`new_log_file`) a new JVM's log and its stderr go to that file, and no progress bars are drawn:
+    the terminal keeps what the caller prints.
     """
     given = dict(conf or {})
     own_jars = [key for key in _JAR_SETTINGS if key in given]
