@@ -276,13 +276,15 @@ class Ordering:
             if position is not None and row["newest"] is not None:
                 position.sequence = max(position.sequence or 0, int(row["newest"]))
 
-    def deduplicated(self, changes: DataFrame) -> tuple[DataFrame, bool]:
+    def deduplicated(self, changes: DataFrame) -> DataFrame:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
-        the first delivery kept; and whether any changes were compared as possible copies.
+        the first delivery kept. Where changes were compared as possible copies, the result comes
+        persisted and computed (the caller unpersists it): each use would compare them again.
 
         Only changes whose identity hashes like another's can be copies, so a cheap count of the
         hashes finds them, and only those go through the exact comparison (a window over whole images,
         which costs a shuffle and sort of every column): a clean batch pays for the count alone."""
+        from pyspark import StorageLevel
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
@@ -291,17 +293,24 @@ class Ordering:
         identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
         hashed = changes.withColumn("event_id", event_id).withColumn("_identity", F.xxhash64(*identity))
         # The shared hashes stay a Spark aggregate, not rows collected and made into a DataFrame again:
-        # such a DataFrame is made anew by a Python worker at each use of the query.
+        # such a DataFrame is made anew by a Python worker at each use of the query. Persisted, so that
+        # the join below reads the aggregate the check computed rather than counting the batch again.
         shared = (hashed.groupBy("_identity").count().filter("count > 1")
-                  .select("_identity", F.lit(True).alias("_suspect")))
-        if not shared.take(1):
-            return changes, False
-        marked = hashed.join(F.broadcast(shared), "_identity", "left")
-        first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
-        copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
-                          .filter("_copy = 1").drop("_copy"))
-        unique = marked.filter("_suspect IS NULL")
-        return unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id"), True
+                  .select("_identity", F.lit(True).alias("_suspect"))).persist()
+        try:
+            if not shared.take(1):
+                return changes
+            marked = hashed.join(F.broadcast(shared), "_identity", "left")
+            first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
+            copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
+                              .filter("_copy = 1").drop("_copy"))
+            unique = marked.filter("_suspect IS NULL")
+            once = (unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id")
+                    .persist(StorageLevel.MEMORY_AND_DISK_DESER))
+            once.count()
+            return once
+        finally:
+            shared.unpersist()
 
 
 def looked_up(marks: Mapping[tuple[Any, ...], Any], columns: Sequence[str], value_type: str) -> Column:

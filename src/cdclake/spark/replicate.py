@@ -256,13 +256,11 @@ class Replicator:
             report.resolved_ts = resolved
             changes = self.ordering.selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
             ready = self.ordering.ready(resolved, self.ordering.resolved_sequence(state, extents))
-            applicable, compared = self.ordering.deduplicated(self.ordering.not_yet_applied(
-                changes if ready is None else changes.filter(ready), state))
             # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
-            # records again, which costs less than caching it too; but where copies were compared, the
-            # comparison would run again for each use.
-            if compared:
-                applicable = applicable.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+            # records again, which costs less than caching it too; where copies were compared, it comes
+            # persisted, for the comparison would run again for each use.
+            applicable = self.ordering.deduplicated(self.ordering.not_yet_applied(
+                changes if ready is None else changes.filter(ready), state))
             try:
                 self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report, reread)
             finally:
