@@ -12,7 +12,7 @@ import pytest
 
 from cdclake.errors import OptionError
 from cdclake.sinks.iceberg.commit import with_commit_properties
-from cdclake.spark.jars import ICEBERG_VERSION, coordinates, jar_settings
+from cdclake.spark.jars import ICEBERG_VERSION, LOCAL_FILE_SYSTEM_CLASS, coordinates, jar_settings
 from cdclake.spark.session import build_session, iceberg_conf
 from tests.catalogs import POSTGRES_DRIVER
 
@@ -100,3 +100,35 @@ def test_failed_statement_raises_its_own_error(spark: Any) -> None:
 
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
         with_commit_properties(spark, {"k": "v"}, lambda: spark.sql("DELETE FROM lake.session_test.missing"))
+
+
+def test_local_sessions_write_files_without_starting_a_chmod_process(spark: Any) -> None:
+    jvm = spark.sparkContext._jvm
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    file_system = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), hadoop_conf)
+    assert file_system.getClass().getName() == LOCAL_FILE_SYSTEM_CLASS
+
+
+def test_a_class_path_of_your_own_keeps_hadoops_local_file_system(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, str] = {}
+
+    class Builder:
+        def appName(self, name: str) -> Builder:
+            return self
+
+        def master(self, master: str) -> Builder:
+            return self
+
+        def config(self, key: str, value: str) -> Builder:
+            seen[key] = value
+            return self
+
+        def getOrCreate(self) -> None:
+            return None
+
+    monkeypatch.setattr(pyspark.sql.SparkSession, "builder", Builder())
+    build_session(conf={"spark.driver.extraClassPath": "/x/mine.jar"})
+    assert seen["spark.driver.extraClassPath"] == "/x/mine.jar"
+    assert "spark.hadoop.fs.file.impl" not in seen and "spark.executor.extraClassPath" not in seen
+    build_session()
+    assert seen["spark.hadoop.fs.file.impl"] == LOCAL_FILE_SYSTEM_CLASS

@@ -9,10 +9,14 @@ installed the session asks Spark to fetch the same coordinates itself (``spark.j
 
 A job may need more jars than these, such as the JDBC driver of a JDBC catalog: ``extra`` names them,
 each either Maven coordinates (resolved with cdclake's own, through the same cache) or a jar's path.
+
+A local session also gets a local file system that sets file permissions without starting a process
+(:func:`local_file_system_settings`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Iterable, Sequence
@@ -28,6 +32,14 @@ SCALA_BY_SPARK_LINE = {"3.5": "2.12", "4.1": "2.13"}
 # provider, no 3.5.8/3.5.9 source when checked), run by the tests on PySpark 4.1.4 and 3.5.9; a patch
 # release keeps the API the source is built on.
 KAFKA_SOURCE_BY_SPARK_LINE = {"3.5": "3.5.7", "4.1": "4.1.1"}
+# Hadoop's local file system gives each file it creates its permissions by running `chmod`, a process of
+# its own, where Hadoop's native library is missing, as it is from pip's PySpark: a small replication
+# batch creates ~250 files (data, delete and metadata files, their checksums), and the forks were about a
+# tenth of its CPU (BENCHMARKS.md, "fixed cost"). GlobalMentor's is Hadoop's local file system with
+# permissions and file status read and set through Java's own file API instead.
+LOCAL_FILE_SYSTEM = "com.globalmentor:hadoop-bare-naked-local-fs:0.1.0"
+LOCAL_FILE_SYSTEM_CLASS = "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
+LOCAL_FILE_SYSTEM_KEYS = ("spark.driver.extraClassPath", "spark.executor.extraClassPath", "spark.hadoop.fs.file.impl")
 
 
 def spark_line(spark_version: str) -> str:
@@ -63,6 +75,16 @@ def jar_settings(spark_version: str, spark_home: Path, kafka: bool = True, extra
     shipped = _artifacts((spark_home / "jars").glob("*.jar"))
     resolved = [str(jar) for jar in resolve(wanted) if _artifact(jar) not in shipped]
     return {"spark.jars": ",".join(resolved + [str(Path(path).absolute()) for path in paths])}
+
+
+def local_file_system_settings() -> dict[str, str]:
+    """Settings that make ``file:`` paths :data:`LOCAL_FILE_SYSTEM_CLASS`'s, for a local master (whose
+    executors run on this machine); none where Maven is not installed. Its jar goes on the JVMs' class
+    path rather than in ``spark.jars``: Spark reads those jars through the file system it names."""
+    if shutil.which("mvn") is None:
+        return {}
+    class_path = os.pathsep.join(str(jar) for jar in resolve([LOCAL_FILE_SYSTEM]))
+    return dict(zip(LOCAL_FILE_SYSTEM_KEYS, (class_path, class_path, LOCAL_FILE_SYSTEM_CLASS), strict=True))
 
 
 def is_coordinate(item: str) -> bool:

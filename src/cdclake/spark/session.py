@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdclake.errors import OptionError
-from cdclake.spark.jars import jar_settings
+from cdclake.spark.jars import LOCAL_FILE_SYSTEM_KEYS, jar_settings, local_file_system_settings
 
 if TYPE_CHECKING:
     # Named here for the layers that must not import Spark themselves (the CLI's type hints).
@@ -108,8 +108,11 @@ def build_session(
     spark-submit. A local master's Python workers run this interpreter unless ``PYSPARK_PYTHON``
     says otherwise, so a virtual environment's packages (pyarrow, cdclake) are there on the executors
     even when it is not activated, and are forked from :mod:`cdclake.spark.worker_daemon`; its driver,
-    which runs the executors too, gets a heap of ``LOCAL_DRIVER_MEMORY`` rather than Spark's 1 GiB. Both
-    take effect only in a process that has not started Spark's JVM yet. With ``log_file`` (see
+    which runs the executors too, gets a heap of ``LOCAL_DRIVER_MEMORY`` rather than Spark's 1 GiB, and
+    its ``file:`` paths a file system that starts no ``chmod`` process per file
+    (:func:`~cdclake.spark.jars.local_file_system_settings`) unless ``conf`` sets a class path or
+    ``spark.hadoop.fs.file.impl`` itself. These take effect only in a process that has not started
+    Spark's JVM yet. With ``log_file`` (see
     :func:`new_log_file`) a new JVM's log and its stderr go to that file, and no progress bars are drawn:
     the terminal keeps what the caller prints.
     """
@@ -129,6 +132,8 @@ def build_session(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark_home = Path(pyspark.__file__).parent
     jars = {} if own_jars else jar_settings(pyspark.__version__, spark_home, extra=extra_jars)
+    # A class path or local file system of the caller's own is left alone: ours would replace theirs.
+    fork_free_file_system = local and not any(key in given for key in LOCAL_FILE_SYSTEM_KEYS)
     settings = {
         **({"spark.driver.memory": LOCAL_DRIVER_MEMORY} if local else {}),
         # Workers forked from a daemon that imports the installed PySpark, not Spark's zip of it, whose
@@ -152,6 +157,7 @@ def build_session(
         "spark.sql.codegen.cache.maxEntries": "4000",
         **iceberg_conf(catalog, warehouse),
         **jars,
+        **(local_file_system_settings() if fork_free_file_system else {}),
         **(_logging_into(log_file) if log_file is not None else {}),
         **given,
     }
