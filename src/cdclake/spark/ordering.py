@@ -53,11 +53,16 @@ class Facts:
     tables: set[tuple[str, str]] = field(default_factory=set)  # named by a row
     rows: int = 0  # row changes decoded
     ddls: list[Any] = field(default_factory=list)  # the DDL records: coordinates and event
+    # Whether two of the changes that may apply hash alike (True where not counted): if none do, none is
+    # a copy of another, and dedupe has nothing to compare (Ordering.deduplicated).
+    copies_possible: bool = True
     _error_places: list[tuple[str, int, int, str]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, decoded: DataFrame, sequences: bool = False) -> Facts:
-        """The facts of ``decoded``; with ``sequences``, the newest change sequence per partition too."""
+    def of(cls, decoded: DataFrame, sequences: bool = False, candidates: DataFrame | None = None) -> Facts:
+        """The facts of ``decoded``; with ``sequences``, the newest change sequence per partition too; with
+        ``candidates`` (the changes that may apply: the batch's and those pending), whether any two of them
+        may be copies, counted here rather than by a query of dedupe's own."""
         from pyspark.sql import functions as F
 
         facts = cls()
@@ -76,6 +81,10 @@ class Facts:
         named = (decoded.filter("kind = 'row'").groupBy("database", "table").agg(F.count("*").alias("rows"))
                  .select(F.lit("table").alias("kind"), "database", "table", "rows"))
         wanted = wanted.unionByName(named, allowMissingColumns=True)
+        if candidates is not None:
+            shared = (with_identity(candidates).groupBy("_identity").count().filter("count > 1")
+                      .agg(F.count("*").alias("rows")).select(F.lit("shared").alias("kind"), "rows"))
+            wanted = wanted.unionByName(shared, allowMissingColumns=True)
         for row in wanted.collect():
             kind, tp = row["kind"], (row["topic"], row["partition"])
             if kind == "sequence":
@@ -95,6 +104,8 @@ class Facts:
                 facts.rows += row["rows"]
             elif kind == "error":
                 errors.append(row)
+            elif kind == "shared":
+                facts.copies_possible = row["rows"] > 0
         facts.add_errors(errors)
         return facts
 
@@ -276,9 +287,10 @@ class Ordering:
             if position is not None and row["newest"] is not None:
                 position.sequence = max(position.sequence or 0, int(row["newest"]))
 
-    def deduplicated(self, changes: DataFrame) -> DataFrame:
+    def deduplicated(self, changes: DataFrame, copies_possible: bool = True) -> DataFrame:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
-        the first delivery kept. Where changes were compared as possible copies, the result comes
+        the first delivery kept; ``changes`` as they are where ``copies_possible`` is False (see
+        :attr:`Facts.copies_possible`). Where changes were compared as possible copies, the result comes
         persisted and computed (the caller unpersists it): each use would compare them again.
 
         Only changes whose identity hashes like another's can be copies, so a cheap count of the
@@ -288,10 +300,9 @@ class Ordering:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        # A DDL is sent to every partition: its copies differ only in their origin.
-        event_id = F.when(F.col("kind") == "ddl", F.get_json_object("event", "$.sql"))
-        identity = ["kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id"]
-        hashed = changes.withColumn("event_id", event_id).withColumn("_identity", F.xxhash64(*identity))
+        if not copies_possible:
+            return changes
+        hashed = with_identity(changes)
         # The shared hashes stay a Spark aggregate, not rows collected and made into a DataFrame again:
         # such a DataFrame is made anew by a Python worker at each use of the query. Persisted, so that
         # the join below reads the aggregate the check computed rather than counting the batch again.
@@ -301,7 +312,7 @@ class Ordering:
             if not shared.take(1):
                 return changes
             marked = hashed.join(F.broadcast(shared), "_identity", "left")
-            first = Window.partitionBy(*identity).orderBy("partition", "offset", "index")
+            first = Window.partitionBy(*IDENTITY).orderBy("partition", "offset", "index")
             copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
                               .filter("_copy = 1").drop("_copy"))
             unique = marked.filter("_suspect IS NULL")
@@ -311,6 +322,20 @@ class Ordering:
             return once
         finally:
             shared.unpersist()
+
+
+# What makes two change records the same change, whatever their place in Kafka.
+IDENTITY = ("kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id")
+
+
+def with_identity(changes: DataFrame) -> DataFrame:
+    """``changes`` with ``event_id`` (a DDL's statement) and ``_identity``, a hash of :data:`IDENTITY`:
+    records that hash unlike are not copies of one another."""
+    from pyspark.sql import functions as F
+
+    # A DDL is sent to every partition: its copies differ only in their origin.
+    event_id = F.when(F.col("kind") == "ddl", F.get_json_object("event", "$.sql"))
+    return changes.withColumn("event_id", event_id).withColumn("_identity", F.xxhash64(*IDENTITY))
 
 
 def looked_up(marks: Mapping[tuple[Any, ...], Any], columns: Sequence[str], value_type: str) -> Column:

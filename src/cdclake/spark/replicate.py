@@ -243,7 +243,8 @@ class Replicator:
         try:
             self._read_counter.value = (0, 0)
             with watching(self._read_counter, self._progress):
-                facts = Facts.of(cached, sequences=not self.ordering.watermarks)
+                facts = Facts.of(cached, sequences=not self.ordering.watermarks,
+                                 candidates=cached.filter("kind IN ('row', 'ddl')").unionByName(pending))
             self._progress.ordering(facts.rows)
             decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
             killpoints.reached("decoded")
@@ -260,7 +261,7 @@ class Replicator:
             # records again, which costs less than caching it too; where copies were compared, it comes
             # persisted, for the comparison would run again for each use.
             applicable = self.ordering.deduplicated(self.ordering.not_yet_applied(
-                changes if ready is None else changes.filter(ready), state))
+                changes if ready is None else changes.filter(ready), state), facts.copies_possible)
             try:
                 self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report, reread)
             finally:
