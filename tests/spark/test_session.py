@@ -13,7 +13,7 @@ import pytest
 from cdclake.errors import OptionError
 from cdclake.sinks.iceberg.commit import with_commit_properties
 from cdclake.spark.jars import ICEBERG_VERSION, LOCAL_FILE_SYSTEM_CLASS, coordinates, jar_settings
-from cdclake.spark.session import build_session, iceberg_conf
+from cdclake.spark.session import build_session, iceberg_conf, session_settings
 from tests.catalogs import POSTGRES_DRIVER
 
 
@@ -132,3 +132,11 @@ def test_a_class_path_of_your_own_keeps_hadoops_local_file_system(monkeypatch: p
     assert "spark.hadoop.fs.file.impl" not in seen and "spark.executor.extraClassPath" not in seen
     build_session()
     assert seen["spark.hadoop.fs.file.impl"] == LOCAL_FILE_SYSTEM_CLASS
+
+
+def test_session_settings_hold_meanwhile_and_are_put_back_after(spark: Any) -> None:
+    adaptive, unset = "spark.sql.adaptive.enabled", "spark.cdclake.test.unset"
+    before = spark.conf.get(adaptive)
+    with session_settings(spark, {adaptive: "false" if before == "true" else "true", unset: "x"}):
+        assert spark.conf.get(adaptive) != before and spark.conf.get(unset) == "x"
+    assert spark.conf.get(adaptive) == before and spark.conf.get(unset, None) is None

@@ -20,11 +20,11 @@ what was committed, so each change is applied once, whatever the point of the cr
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from cdclake.errors import OptionError
@@ -58,11 +58,16 @@ from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.spark.refusals import RawReader, refuse_tables, with_raw_messages
 from cdclake.spark.reporting import BatchReport as BatchReport  # where callers have long imported it from
 from cdclake.spark.reporting import ProgressListener, ProgressTracker, counting, read_counter, watching
+from cdclake.spark.session import session_settings
 from cdclake.spark.tasks import one_task_each
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+# A batch of at most this many records runs its queries without Spark's adaptive execution (_apply_batch).
+SMALL_BATCH_RECORDS = 10_000
+
 
 class Replicator:
     """Replicates ``source`` into the catalog's tables: :meth:`run` loops, :meth:`step` runs one batch
@@ -240,41 +245,54 @@ class Replicator:
         # The pending changes too: each use of the batch's changes would read them from the sink again (the
         # Iceberg state table's scan planned anew; a database sink's rows, made by a Python worker).
         pending = pending.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        # A small batch's queries run without Spark's adaptive execution, whose one use for a few thousand
+        # changes, fewer shuffle partitions, the MERGEs get anyway (_shuffle_share), and which runs each
+        # shuffle stage as a job of its own, its query planned again after each: without it a small batch
+        # took ~7 % less CPU (BENCHMARKS.md, "fixed cost").
+        report.records = sum(r.size for r in ranges)
+        small = report.records <= SMALL_BATCH_RECORDS
         try:
-            self._read_counter.value = (0, 0)
-            with watching(self._read_counter, self._progress):
-                facts = Facts.of(cached, sequences=not self.ordering.watermarks,
-                                 candidates=cached.filter("kind IN ('row', 'ddl')").unionByName(pending))
-            self._progress.ordering(facts.rows)
-            decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
-            killpoints.reached("decoded")
-            report.records = sum(r.size for r in ranges)
-            report.dead_letters = len(facts.errors)
-            stop_at_bad_message(self.config.on_bad_message, next(iter(facts.errors), None),
-                                f"nothing of batch {batch} was applied")
-            self.ordering.advance_positions(state, facts, ranges, extents)
-            resolved = None if apply_all else self.ordering.resolved_ts(state, facts)
-            report.resolved_ts = resolved
-            changes = self.ordering.selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
-            ready = self.ordering.ready(resolved, self.ordering.resolved_sequence(state, extents))
-            # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
-            # records again, which costs less than caching it too; where copies were compared, it comes
-            # persisted, for the comparison would run again for each use.
-            applicable = self.ordering.deduplicated(self.ordering.not_yet_applied(
-                changes if ready is None else changes.filter(ready), state), facts.copies_possible)
-            try:
-                self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report, reread)
-            finally:
-                applicable.unpersist()
-            self._carry_on(state, facts, ranges)
-            self.history.record(state)
-            state.plan = []
-            self._progress.committing()
-            self.sink.commit(state, batch, None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES))
-            killpoints.reached("committed")
+            with session_settings(self.spark, {"spark.sql.adaptive.enabled": "false"} if small else {}):
+                self._apply_cached(state, pending, cached, ranges, extents, batch, recovering, apply_all, report,
+                                   reread)
         finally:
             cached.unpersist()
             pending.unpersist()
+
+    def _apply_cached(self, state: JobState, pending: DataFrame, cached: DataFrame, ranges: list[OffsetRange],
+                      extents: Mapping[tuple[str, int], PartitionExtent], batch: int, recovering: bool,
+                      apply_all: bool, report: BatchReport, reread: RawReader | None) -> None:
+        """What :meth:`_apply_batch` does once the batch's records and pending changes are cached."""
+        self._read_counter.value = (0, 0)
+        with watching(self._read_counter, self._progress):
+            facts = Facts.of(cached, sequences=not self.ordering.watermarks,
+                             candidates=cached.filter("kind IN ('row', 'ddl')").unionByName(pending))
+        self._progress.ordering(facts.rows)
+        decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
+        killpoints.reached("decoded")
+        report.dead_letters = len(facts.errors)
+        stop_at_bad_message(self.config.on_bad_message, next(iter(facts.errors), None),
+                            f"nothing of batch {batch} was applied")
+        self.ordering.advance_positions(state, facts, ranges, extents)
+        resolved = None if apply_all else self.ordering.resolved_ts(state, facts)
+        report.resolved_ts = resolved
+        changes = self.ordering.selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
+        ready = self.ordering.ready(resolved, self.ordering.resolved_sequence(state, extents))
+        # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
+        # records again, which costs less than caching it too; where copies were compared, it comes
+        # persisted, for the comparison would run again for each use.
+        applicable = self.ordering.deduplicated(self.ordering.not_yet_applied(
+            changes if ready is None else changes.filter(ready), state), facts.copies_possible)
+        try:
+            self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report, reread)
+        finally:
+            applicable.unpersist()
+        self._carry_on(state, facts, ranges)
+        self.history.record(state)
+        state.plan = []
+        self._progress.committing()
+        self.sink.commit(state, batch, None if ready is None else changes.filter(~ready).select(*CHANGE_NAMES))
+        killpoints.reached("committed")
 
     def _apply_changes(self, state: JobState, applicable: DataFrame, decoded: DataFrame, facts: Facts, batch: int,
                        recovering: bool, resolved: int | None, report: BatchReport, reread: RawReader | None) -> None:
@@ -342,21 +360,15 @@ class Replicator:
             for future in [pool.submit(one, table_work) for table_work in ordered]:
                 future.result()
 
-    @contextmanager
-    def _shuffle_share(self, concurrent: int) -> Iterator[None]:
+    def _shuffle_share(self, concurrent: int) -> contextlib.AbstractContextManager[None]:
         """While tables are applied, ``concurrent`` MERGEs side by side share the session's
         ``spark.sql.shuffle.partitions`` rather than each shuffling into all of them: more partitions
         only add tasks, and a data file and a delete file for each task that writes (BENCHMARKS.md:
-        the bench's MERGEs took 10 % less time). The setting is the session's, so a query the caller
-        runs on the same session meanwhile gets the share too."""
+        the bench's MERGEs took 10 % less time)."""
         key = "spark.sql.shuffle.partitions"
         before = self.spark.conf.get(key)
         assert before is not None, "a SQL setting has its default when unset"
-        self.spark.conf.set(key, str(max(1, int(before) // max(1, concurrent))))
-        try:
-            yield
-        finally:
-            self.spark.conf.set(key, before)
+        return session_settings(self.spark, {key: str(max(1, int(before) // max(1, concurrent)))})
 
     def _apply_table(self, state: JobState, work: TableWork, net: DataFrame, batch: int,
                      recovering: bool, resolved: int | None, lock: threading.Lock) -> dict[str, int]:

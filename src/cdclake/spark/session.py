@@ -72,6 +72,23 @@ def _stderr_into(log_file: Path) -> Iterator[None]:
         os.close(target)
 
 
+@contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """``settings`` in ``spark``'s SQL configuration meanwhile, each put back after (unset if it was). The
+    configuration is the session's: a query the caller runs on the same session meanwhile gets them too."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
 def warehouse_location(warehouse: str | Path) -> str:
     """A URI (``s3a://bucket/lake``) as it is; a local directory made absolute."""
     text = str(warehouse)
