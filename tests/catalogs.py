@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from cdclake.localkafka import _free_port, _java
+from cdclake.localkafka import _java, free_ports
 from cdclake.maven import resolve
 
 # Iceberg publishes the REST fixture's classes (iceberg-open-api's test-fixtures jar) up to 1.11.0, not
@@ -63,7 +63,7 @@ class _Service:
 
     def __enter__(self) -> Self:
         try:
-            self.port = _free_port()
+            self.port = free_ports(1)[0]
             self.start()
         except BaseException:
             self.stop()

@@ -84,7 +84,7 @@ class LocalKafka:
         shutil.rmtree(self._directory, ignore_errors=True)
 
     def _start(self) -> None:
-        broker_port, controller_port = _free_port(), _free_port()
+        broker_port, controller_port = free_ports(2)
         properties = self._directory / "server.properties"
         properties.write_text(_server_properties(self._directory / "data", broker_port, controller_port,
                                                  self._settings))
@@ -142,11 +142,17 @@ def _listening(address: str) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def free_ports(count: int) -> list[int]:
+    """``count`` ports free on loopback now, all different: each probe stays bound until all are chosen,
+    for one closed first could be handed out again to the next."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
 
 
 def _server_properties(data: Path, broker_port: int, controller_port: int, extra: dict[str, str]) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdclake.localkafka import LocalKafka
+from cdclake.localkafka import LocalKafka, free_ports
 from cdclake.sources.kafka import KafkaTopics, read_range
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, plan_ranges
 from tests.kafka import Kafka
@@ -55,3 +55,13 @@ def test_plan_shares_the_budget_and_resumes_from_positions() -> None:
                                                                     OffsetRange("t", 1, 10, 12)]
     assert plan_ranges(extents, {("t", 0): 100, ("t", 1): 12}, max_records=10) == []
     assert sum(r.size for r in plan_ranges(extents, {}, max_records=1000)) == 102
+
+
+def test_free_ports_are_all_different_and_bindable() -> None:
+    import socket
+
+    ports = free_ports(64)
+    assert len(set(ports)) == 64
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", ports[0]))
+
