@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from cdclake.schema.history import (
     IS_CURRENT,
     START_AT,
     START_TS,
+    HistoryRule,
     HistorySettings,
     KeyChange,
     VersionAction,
@@ -79,6 +81,41 @@ def test_a_job_file_gives_history_and_its_options(tmp_path: Path) -> None:
     flagged = job_settings(merged({"source": {"captured": "."}, "format": {"name": "open"}},
                                   {"tables": {"history": ["*"]}}))
     assert flagged.replicate.history == ALL
+
+
+def test_rules_keep_the_tables_they_match_otherwise_in_order() -> None:
+    settings = HistorySettings(("*",), track_columns=("a",), keep_deleted=False, rules=(
+        HistoryRule(r"shop\..*", track_except=("b",)),
+        HistoryRule(r"shop\.orders", keep_deleted=True),
+        HistoryRule(r"logs\.audit", track_columns=("c",))))
+    orders, customers, audit = (settings.for_table(*t) for t in (("shop", "orders"), ("shop", "customers"),
+                                                               ("logs", "audit")))
+    # A rule's tracked columns, of either kind, replace the job's of both kinds; what it leaves unsaid stays.
+    assert (orders.track_columns, orders.track_except, orders.keep_deleted) == (None, ("b",), True)
+    assert (customers.track_columns, customers.track_except, customers.keep_deleted) == (None, ("b",), False)
+    assert (audit.track_columns, audit.keep_deleted, audit.rules) == (("c",), False, ())
+    assert settings.for_table("logs", "audit_old") == replace(settings, rules=())
+    with pytest.raises(OptionError, match="give one of them, not both"):
+        HistoryRule("x", track_columns=("a",), track_except=("b",))
+    with pytest.raises(OptionError, match="name the tables that keep one with history"):
+        HistorySettings(rules=(HistoryRule("x", keep_deleted=False),))
+
+
+def test_a_job_file_keeps_a_tables_history_otherwise_in_its_own_sub_table(tmp_path: Path) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text('[source]\ncaptured = "."\n[format]\nname = "simple"\n[tables]\nhistory = ["*"]\n'
+                    'track-history-columns = ["status"]\n[tables."shop\\\\.orders"]\n'
+                    'track-history-except = ["updated_at"]\nhistory-keep-deleted = false\n'
+                    '[tables."shop\\\\.items"]\npartition-by = ["bucket(4, id)"]\n')
+    settings = job_settings(merged(read_toml(path), {}))
+    assert settings.replicate.history == HistorySettings(
+        ("*",), track_columns=("status",),
+        rules=(HistoryRule(r"shop\.orders", track_except=("updated_at",), keep_deleted=False),))
+    assert [rule.pattern for rule in settings.replicate.layouts] == [r"shop\.items"]
+    path.write_text(path.read_text().replace('history-keep-deleted = false', 'track-history-columns = ["a"]'))
+    with pytest.raises(OptionError, match=r'\[tables\."shop\\\.orders"\]: track-history-columns and '
+                                          'track-history-except: give one of them'):
+        job_settings(merged(read_toml(path), {}))
 
 
 def test_a_job_whose_history_cannot_be_kept_is_refused_before_spark() -> None:

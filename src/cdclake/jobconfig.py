@@ -27,13 +27,14 @@
     exclude = "shop\\.tmp_.*"
     target-namespace = "{database}"
     mapping = { "shop.orders" = "sales.orders" }
-    history = ["shop\\.orders"]              # SCD type 2 history tables beside these mirrors ("*": all)
+    history = ["shop\\..*"]                 # SCD type 2 history tables beside these mirrors ("*": all)
     track-history-columns = ["status"]       # or track-history-except = ["updated_at"]: others change in place
     history-keep-deleted = true              # a deleted row's last version stays, closed (false: it goes)
 
     [tables."shop.orders"]                   # an Iceberg mirror's layout, per pattern (cdclake/schema/layout.py)
     partition-by = ["bucket(16, id)", "days(created_at)"]
     properties = { "write.target-file-size-bytes" = 134217728 }
+    track-history-except = ["updated_at"]    # and its history kept otherwise than [tables] says (any of the three)
 
     [batch]
     max-records = 500000
@@ -65,7 +66,7 @@ from typing import Any
 
 from cdclake.errors import OptionError
 from cdclake.formats import FORMAT_NAMES
-from cdclake.schema.history import HistorySettings
+from cdclake.schema.history import HistoryRule, HistorySettings
 from cdclake.schema.layout import LayoutRule, layout_rule
 from cdclake.schema.policy import EvolutionPolicy
 from cdclake.sources import open_source
@@ -115,10 +116,10 @@ def read_toml(path: Path) -> dict[str, Any]:
     for section, values in document.items():
         if section not in _SECTIONS or not isinstance(values, dict):
             raise OptionError(f"{path}: unknown section [{section}]; sections: {', '.join(_SECTIONS)}")
-        layouts = layout_sub_tables(values) if section == "tables" else {}
-        _check_keys(path, f"[{section}]", {k: v for k, v in values.items() if k not in layouts}, _SECTIONS[section])
-        for pattern, keys in layouts.items():
-            _check_keys(path, f'[tables."{pattern}"]', keys, _LAYOUT_KEYS)
+        per_table = table_sub_tables(values) if section == "tables" else {}
+        _check_keys(path, f"[{section}]", {k: v for k, v in values.items() if k not in per_table}, _SECTIONS[section])
+        for pattern, keys in per_table.items():
+            _check_keys(path, f'[tables."{pattern}"]', keys, _PER_TABLE_KEYS)
     return document
 
 
@@ -151,11 +152,15 @@ def _toml(value: Any) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 
-# The keys of a [tables."<pattern>"] sub-table: an Iceberg mirror's layout (cdclake.schema.layout).
+# The keys of a [tables."<pattern>"] sub-table: an Iceberg mirror's layout (cdclake.schema.layout), and
+# how the tables' history tables are kept where that differs from [tables]' own (cdclake.schema.history).
 _LAYOUT_KEYS = {"partition-by": _TEXTS, "properties": _TABLE}
+_HISTORY_KEYS = {key: _SECTIONS["tables"][key]
+                 for key in ("track-history-columns", "track-history-except", "history-keep-deleted")}
+_PER_TABLE_KEYS = {**_LAYOUT_KEYS, **_HISTORY_KEYS}
 
 
-def layout_sub_tables(tables: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def table_sub_tables(tables: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The ``[tables."<pattern>"]`` sub-tables of ``[tables]``: its keys that are none of its settings and
     hold a table."""
     return {name: value for name, value in tables.items()
@@ -165,7 +170,7 @@ def layout_sub_tables(tables: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]
 def layout_rules(tables: Mapping[str, Any]) -> tuple[LayoutRule, ...]:
     """The layouts ``[tables]``'s sub-tables ask, in the file's order."""
     return tuple(layout_rule(pattern, keys.get("partition-by"), keys.get("properties", {}))
-                 for pattern, keys in layout_sub_tables(tables).items())
+                 for pattern, keys in table_sub_tables(tables).items() if set(keys) & set(_LAYOUT_KEYS))
 
 
 def merged(document: Mapping[str, Any], overrides: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -191,13 +196,23 @@ def source_of(section: Mapping[str, Any]) -> Source:
 
 
 def history_settings(tables: Mapping[str, Any]) -> HistorySettings:
-    """The history tables ``[tables]`` asks for (:mod:`cdclake.schema.history`)."""
-    def names(key: str) -> tuple[str, ...] | None:
-        return tuple(tables[key]) if key in tables else None
+    """The history tables ``[tables]`` asks for (:mod:`cdclake.schema.history`), kept as it says unless
+    a ``[tables."<pattern>"]`` says otherwise for the tables it matches."""
+    def names(keys: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+        return tuple(keys[key]) if key in keys else None
 
+    rules = []
+    for pattern, keys in table_sub_tables(tables).items():
+        if set(keys) & set(_HISTORY_KEYS):
+            try:
+                rules.append(HistoryRule(pattern, names(keys, "track-history-columns"),
+                                         names(keys, "track-history-except"), keys.get("history-keep-deleted")))
+            except OptionError as exc:
+                raise OptionError(f'[tables."{pattern}"]: {exc}') from None
     try:
-        return HistorySettings(tuple(tables.get("history", ())), names("track-history-columns"),
-                               names("track-history-except"), bool(tables.get("history-keep-deleted", True)))
+        return HistorySettings(tuple(tables.get("history", ())), names(tables, "track-history-columns"),
+                               names(tables, "track-history-except"), bool(tables.get("history-keep-deleted", True)),
+                               tuple(rules))
     except OptionError as exc:
         raise OptionError(f"[tables]: {exc}") from None
 

@@ -8,12 +8,13 @@ some columns only and deleted versions removed."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cdclake.schema.history import END_OP, HistorySettings
+from cdclake.schema.history import END_OP, HistoryRule, HistorySettings
 from cdclake.spark import killpoints
 from cdclake.spark.maintain import maintain
 from cdclake.spark.status import status
@@ -78,15 +79,20 @@ def test_history_tracked_on_some_columns_without_deleted_versions(spark: Any, tm
     workload = Workload(WorkloadSpec(seed=21, tables=4, transactions=40))
     captured, stream = _stream(tmp_path, workload)
     job = Job("history_some", "simple", max_records=len(stream) // 2 + 1)
+    # One table kept otherwise than the job says: every column tracked, deleted versions kept.
+    customers = HistoryRule(r"shop\.customers", track_except=(), keep_deleted=True)
     settings = HistorySettings((r"shop\..*",), track_columns=("tier", "email", "quantity", "status"),
-                               keep_deleted=False)
+                               keep_deleted=False, rules=(customers,))
 
     replicate(spark, job, captured, history=settings, include=r"shop\..*|metrics\.numbers")
 
     expected = workload.oracle().carried("simple", stream.codec_options)
     histories = expected.history_tables(settings)
     everything = expected.history_tables(HistorySettings((r"shop\..*",)))
+    without_rule = expected.history_tables(replace(settings, rules=()))
     assert sum(map(len, (s.rows for s in histories.values()))) < sum(map(len, (s.rows for s in everything.values())))
+    customers_history = ("shop", "customers_history")
+    assert len(histories[customers_history].rows) > len(without_rule[customers_history].rows)
     assert lake_differences(spark, job, histories) == []
     assert not spark.catalog.tableExists(job.lake_name("metrics", "numbers_history"))
     # cdclake maintain compacts the history tables too: their MERGEs leave delete files as the mirrors' do.

@@ -21,14 +21,15 @@ Every UPDATE begins a version. Options, as Spark Auto CDC names them: history tr
 columns (``track-history-columns``) or on all but some (``track-history-except``): an UPDATE that
 changes no tracked column (its before and after images compared) changes the current version in place
 instead; and whether a version a delete (or TRUNCATE) ended stays, closed (``history-keep-deleted``, the
-default), or goes.
+default), or goes. Spark's Auto CDC sets them per target table: here they are the job's, and a
+:class:`HistoryRule` (a job file's ``[tables."<pattern>"]``) sets them for the tables its pattern matches.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdclake.errors import OptionError
@@ -50,21 +51,48 @@ VERSION_COLUMNS = (
 ALL_TABLES = "*"
 
 
+def _one_kind_of_tracking(track_columns: tuple[str, ...] | None, track_except: tuple[str, ...] | None) -> None:
+    if track_columns is not None and track_except is not None:
+        raise OptionError("track-history-columns and track-history-except: give one of them, not both")
+
+
+@dataclass(frozen=True)
+class HistoryRule:
+    """How the history tables of the upstream tables whose ``database.table`` the regular expression
+    ``pattern`` matches whole are kept, where it differs from the job's settings; None: as they say."""
+
+    pattern: str
+    track_columns: tuple[str, ...] | None = None
+    track_except: tuple[str, ...] | None = None
+    keep_deleted: bool | None = None
+
+    def __post_init__(self) -> None:
+        _one_kind_of_tracking(self.track_columns, self.track_except)
+        try:
+            re.compile(self.pattern)
+        except re.error as exc:
+            raise OptionError(f"{self.pattern!r}: not a regular expression ({exc})") from None
+
+    def matches(self, database: str, table: str) -> bool:
+        return re.fullmatch(self.pattern, f"{database}.{table}") is not None
+
+
 @dataclass(frozen=True)
 class HistorySettings:
     """Which upstream tables keep a history table (``tables``: regular expressions matched against the
-    whole ``database.table``, as ``include`` is, or ``*`` for all), and how (the module's docstring)."""
+    whole ``database.table``, as ``include`` is, or ``*`` for all), and how (the module's docstring):
+    as the job says, unless ``rules`` say otherwise for a table (:meth:`for_table`)."""
 
     tables: tuple[str, ...] = ()
     track_columns: tuple[str, ...] | None = None
     track_except: tuple[str, ...] | None = None
     keep_deleted: bool = True
+    rules: tuple[HistoryRule, ...] = ()
     _patterns: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.track_columns is not None and self.track_except is not None:
-            raise OptionError("track-history-columns and track-history-except: give one of them, not both")
-        if not self.tables and (self.restricted or not self.keep_deleted):
+        _one_kind_of_tracking(self.track_columns, self.track_except)
+        if not self.tables and (self.restricted or not self.keep_deleted or self.rules):
             raise OptionError("track-history-columns, track-history-except and history-keep-deleted say how history "
                               "tables are kept: name the tables that keep one with history")
         patterns = []
@@ -92,6 +120,20 @@ class HistorySettings:
         """Whether history is tracked on some columns only: else every UPDATE begins a version, even one
         whose images look the same as a format carries them."""
         return self.track_columns is not None or self.track_except is not None
+
+    def for_table(self, database: str, table: str) -> HistorySettings:
+        """How ``database.table``'s history table is kept: these settings, then each rule that matches it,
+        in order, each setting a rule gives replacing the one before (tracked columns of either kind
+        replace tracked columns of both)."""
+        settings = self
+        for rule in self.rules:
+            if not rule.matches(database, table):
+                continue
+            if rule.track_columns is not None or rule.track_except is not None:
+                settings = replace(settings, track_columns=rule.track_columns, track_except=rule.track_except)
+            if rule.keep_deleted is not None:
+                settings = replace(settings, keep_deleted=rule.keep_deleted)
+        return replace(settings, rules=()) if settings.rules else settings
 
     def tracks(self, column: str) -> bool:
         """Whether a change of ``column`` opens a new version (names compared as MySQL does, ignoring case)."""

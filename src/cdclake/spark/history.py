@@ -183,7 +183,8 @@ class HistoryKeeper:
         target = self._ensure(known)
         if not self._done(target, step, recovering):
             assert ddl.commit_ts is not None, "history is refused for streams without commit ts"
-            self._history_sink.close_history(target, ddl.commit_ts, self.settings.keep_deleted, step)
+            keep_deleted = self.settings.for_table(known.schema.database, known.schema.table).keep_deleted
+            self._history_sink.close_history(target, ddl.commit_ts, keep_deleted, step)
             killpoints.reached("table-merged")
 
     def renamed(self, before: TableState, after: TableState) -> None:
@@ -231,12 +232,15 @@ def _actions_of(batches: Iterable[pa.RecordBatch], settings: HistorySettings) ->
                         ("_end_ts", pa.int64()), ("_end_op", pa.string())])
     rows = (row for batch in batches for row in batch.to_pylist())
     out: list[dict[str, Any]] = []
+    tables: dict[tuple[str, str], HistorySettings] = {}
     for (database, table, segment, _), group in itertools.groupby(rows, key=itemgetter(*_GROUP)):
         changes = [_key_change(row) for row in group]
+        if (database, table) not in tables:
+            tables[(database, table)] = settings.for_table(database, table)
         out += [{"database": database, "table": table, "_segment": segment, "_op": action.action,
                  "_image": orjson.dumps(action.image).decode(), "_start_ts": action.start_ts,
                  "_end_ts": action.end_ts, "_end_op": action.end_op}
-                for action in versions_of_key(changes, settings)]
+                for action in versions_of_key(changes, tables[(database, table)])]
         if len(out) >= _BATCH_ROWS:
             yield pa.RecordBatch.from_pylist(out, schema=schema)
             out = []

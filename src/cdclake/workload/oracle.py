@@ -89,7 +89,8 @@ class Oracle:
         tables = {}
         for (database, table), state in self.tables.items():
             if settings.wanted(database, table):
-                versions = kept_versions(state.history, functools.partial(key_of, state.schema.key_columns), settings)
+                versions = kept_versions(state.history, functools.partial(key_of, state.schema.key_columns),
+                                         settings.for_table(database, table))
                 rows = history_rows(versions)
                 tables[(database, table + HISTORY_SUFFIX)] = TableState(
                     history_schema(state.schema), {(index,): row for index, row in enumerate(rows)})
