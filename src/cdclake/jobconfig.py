@@ -201,18 +201,13 @@ def history_settings(tables: Mapping[str, Any]) -> HistorySettings:
     def names(keys: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
         return tuple(keys[key]) if key in keys else None
 
-    rules = []
-    for pattern, keys in table_sub_tables(tables).items():
-        if set(keys) & set(_HISTORY_KEYS):
-            try:
-                rules.append(HistoryRule(pattern, names(keys, "track-history-columns"),
-                                         names(keys, "track-history-except"), keys.get("history-keep-deleted")))
-            except OptionError as exc:
-                raise OptionError(f'[tables."{pattern}"]: {exc}') from None
+    rules = tuple(HistoryRule(pattern, names(keys, "track-history-columns"), names(keys, "track-history-except"),
+                              keys.get("history-keep-deleted"))
+                  for pattern, keys in table_sub_tables(tables).items() if set(keys) & set(_HISTORY_KEYS))
     try:
         return HistorySettings(tuple(tables.get("history", ())), names(tables, "track-history-columns"),
                                names(tables, "track-history-except"), bool(tables.get("history-keep-deleted", True)),
-                               tuple(rules))
+                               rules)
     except OptionError as exc:
         raise OptionError(f"[tables]: {exc}") from None
 

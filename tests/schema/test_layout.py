@@ -122,7 +122,8 @@ def test_the_job_file_names_layouts_per_pattern_beside_the_tables_settings(tmp_p
 
 
 @pytest.mark.parametrize(("tables", "said"), [
-    ('[tables."shop.*"]\npartition = ["id"]', '[tables."shop.*"] has no partition; valid: partition-by, properties'),
+    ('[tables."shop.*"]\npartition = ["id"]', '[tables."shop.*"] has no partition; valid: history-keep-deleted, '
+                                              'partition-by, properties, track-history-columns, track-history-except'),
     ('[tables."shop.*"]\npartition-by = "id"', '[tables."shop.*"] partition-by = "id" is not a list of strings '
                                                '(one is a list too: partition-by = ["id"])'),
     ('[tables."shop.*"]\nproperties = ["a"]', "[tables.\"shop.*\"] properties = ['a'] is not a table"),

@@ -34,6 +34,7 @@ from typing import Any
 
 from cdclake.errors import OptionError
 from cdclake.model import ColumnSchema, IndexSchema, TableSchema
+from cdclake.schema.table_rules import TableRule
 from cdclake.types import MySQLType
 
 HISTORY_SUFFIX = "_history"
@@ -57,24 +58,20 @@ def _one_kind_of_tracking(track_columns: tuple[str, ...] | None, track_except: t
 
 
 @dataclass(frozen=True)
-class HistoryRule:
+class HistoryRule(TableRule):
     """How the history tables of the upstream tables whose ``database.table`` the regular expression
     ``pattern`` matches whole are kept, where it differs from the job's settings; None: as they say."""
 
-    pattern: str
     track_columns: tuple[str, ...] | None = None
     track_except: tuple[str, ...] | None = None
     keep_deleted: bool | None = None
 
     def __post_init__(self) -> None:
-        _one_kind_of_tracking(self.track_columns, self.track_except)
+        super().__post_init__()
         try:
-            re.compile(self.pattern)
-        except re.error as exc:
-            raise OptionError(f"{self.pattern!r}: not a regular expression ({exc})") from None
-
-    def matches(self, database: str, table: str) -> bool:
-        return re.fullmatch(self.pattern, f"{database}.{table}") is not None
+            _one_kind_of_tracking(self.track_columns, self.track_except)
+        except OptionError as exc:
+            raise self.refused(str(exc)) from None
 
 
 @dataclass(frozen=True)

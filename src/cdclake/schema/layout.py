@@ -24,11 +24,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from cdclake.errors import OptionError
 from cdclake.model import TableSchema
 from cdclake.schema.lake import lake_type, quote
+from cdclake.schema.table_rules import TableRule
 
 _TEMPORAL = ("date", "timestamp", "timestamp_ntz")
 # The lake types (cdclake.schema.lake.lake_type) each transform takes, as Iceberg's transforms allow;
@@ -127,21 +128,12 @@ class TableLayout:
 
 
 @dataclass(frozen=True)
-class LayoutRule:
+class LayoutRule(TableRule):
     """The layout the job file's ``[tables."<pattern>"]`` asks of the tables whose ``database.table``
     the regular expression ``pattern`` matches whole."""
 
-    pattern: str
     layout: TableLayout
-
-    def __post_init__(self) -> None:
-        try:
-            re.compile(self.pattern)
-        except re.error as exc:
-            raise LayoutError(f'[tables."{self.pattern}"]: not a regular expression: {exc}') from None
-
-    def matches(self, database: str, table: str) -> bool:
-        return re.fullmatch(self.pattern, f"{database}.{table}") is not None
+    error: ClassVar[type[OptionError]] = LayoutError
 
 
 def layout_for(rules: Iterable[LayoutRule], database: str, table: str) -> TableLayout | None:
