@@ -8,7 +8,7 @@ from cdclake.errors import OptionError
 from cdclake.model import ColumnSchema, IndexSchema, TableSchema
 from cdclake.schema.ddl.changes import AddColumn, DropColumn, ModifyColumn, RenameColumn, SetKey
 from cdclake.sinks import check_url
-from cdclake.sinks.mariadb.connection import parse
+from cdclake.sinks.mariadb.connection import is_loopback, parse
 from cdclake.sinks.mariadb.loading import field
 from cdclake.sinks.mariadb.statements import alter, create_table, ident, literal, merge, split_target, table_name
 from cdclake.sinks.mariadb.types import UnstorableValue, holds, loader, mariadb_type, normalized
@@ -27,6 +27,11 @@ def test_a_jdbc_url_becomes_pymysql_arguments_and_hides_its_password() -> None:
     assert address.shown == "jdbc:mariadb://db.example:3307/mirror?user=cdc&password=***&connectTimeout=5"
     assert parse("jdbc:mysql://db/mirror").arguments["port"] == 3306
     check_url("jdbc:mysql://db/mirror")  # both prefixes are registered
+
+
+def test_only_a_loopback_host_connects_without_tls() -> None:
+    assert [is_loopback(h) for h in ("localhost", "LOCALHOST", "127.0.0.1", "127.8.0.1", "::1", "[::1]")] == [True] * 6
+    assert not any(is_loopback(h) for h in ("db.example.com", "10.0.0.5", "::2", "", "localhost.example.com"))
 
 
 @pytest.mark.parametrize(("url", "says"), [
