@@ -10,7 +10,16 @@ from cdclake.schema.ddl.changes import AddColumn, DropColumn, ModifyColumn, Rena
 from cdclake.sinks import check_url
 from cdclake.sinks.mariadb.connection import is_loopback, parse
 from cdclake.sinks.mariadb.loading import field
-from cdclake.sinks.mariadb.statements import alter, create_table, ident, literal, merge, split_target, table_name
+from cdclake.sinks.mariadb.statements import (
+    alter,
+    create_table,
+    ident,
+    literal,
+    merge,
+    split_target,
+    stage_table,
+    table_name,
+)
 from cdclake.sinks.mariadb.types import UnstorableValue, holds, loader, mariadb_type, normalized
 from cdclake.types import MySQLType
 
@@ -106,6 +115,16 @@ def test_create_and_merge_use_the_unique_key() -> None:
                       "WHERE s.cdclake_op <> 'delete' ON DUPLICATE KEY UPDATE "
                       "`note` = IF(SUBSTRING(s.cdclake_given, 2, 1) = '1', s.c1, `shop`.`orders`.`note`)")
     assert merge(TARGET, "stage", SCHEMA, whole_images=True)[1].endswith("UPDATE `note` = s.c1")
+
+
+def test_a_stage_is_indexed_on_the_first_key_column_a_long_string_by_its_prefix() -> None:
+    keyed_by_text = TableSchema("shop", "codes", (ColumnSchema("n", T("int")), ColumnSchema("code", T("text"))),
+                                (IndexSchema("PRIMARY", ("Code",), unique=True, primary=True),))
+    assert stage_table("stage", SCHEMA, "c").endswith("c1 varchar(20) NULL, KEY cdclake_lookup (c0)) "
+                                                      "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=c")
+    assert "c1 longtext NULL, KEY cdclake_lookup (c1(64)))" in stage_table("stage", keyed_by_text, "c")
+    keyless = TableSchema("shop", "log", tuple(reversed(keyed_by_text.columns)))
+    assert "KEY cdclake_lookup (c0(64)))" in stage_table("stage", keyless, "c", ("extra int NULL",))
 
 
 def test_a_table_without_a_key_matches_every_column_and_one_of_only_keys_updates_nothing() -> None:

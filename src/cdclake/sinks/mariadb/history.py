@@ -19,15 +19,12 @@ from __future__ import annotations
 
 from cdclake.model import TableSchema
 from cdclake.schema.history import END_AT, END_OP, END_TS, IS_CURRENT, START_AT, START_TS, VERSION_COLUMNS
-from cdclake.sinks.mariadb.statements import OP, given_or, ident, names, stage_table, table_options
+from cdclake.sinks.mariadb.statements import OP, given_or, ident, index_prefix, names, stage_table, table_options
 from cdclake.sinks.mariadb.types import mariadb_type
 
 START, END, ENDED_BY = "cdclake_start_ts", "cdclake_end_ts", "cdclake_end_op"
 ACTION_COLUMNS = ("_start_ts", "_end_ts", "_end_op")  # of the version actions, loaded as START, END, ENDED_BY
 _INDEX = "cdclake_versions"
-_PREFIX = 64  # characters (bytes) of a long string (binary) key column in the index
-_SIZED = ("char", "varchar", "binary", "varbinary")  # indexed whole up to _PREFIX
-_UNSIZED = ("tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob")
 
 
 def create_history(target: str, schema: TableSchema, collation: str) -> str:
@@ -35,17 +32,9 @@ def create_history(target: str, schema: TableSchema, collation: str) -> str:
     columns = [f"{ident(c.name)} {mariadb_type(c.type)} NULL" for c in (*schema.columns, *VERSION_COLUMNS)]
     if schema.key_columns:
         types = {c.name: mariadb_type(c.type) for c in schema.columns}
-        parts = [ident(k) + _prefix(types[k]) for k in schema.key_columns]
+        parts = [ident(k) + index_prefix(types[k]) for k in schema.key_columns]
         columns.append(f"KEY {_INDEX} ({', '.join([*parts, ident(END_TS)])})")
     return f"CREATE TABLE IF NOT EXISTS {target} ({', '.join(columns)}) {table_options(collation)}"
-
-
-def _prefix(column_type: str) -> str:
-    """The index's prefix length of a key column of ``column_type``: none for one short enough (or not a
-    string), which an index holds whole."""
-    base, _, rest = column_type.partition("(")
-    long = base in _UNSIZED or (base in _SIZED and int(rest.split(")")[0] or 0) > _PREFIX)
-    return f"({_PREFIX})" if long else ""
 
 
 def stage_history(stage: str, schema: TableSchema, collation: str) -> str:
