@@ -14,6 +14,9 @@ from cdclake.errors import OptionError
 
 @dataclass(frozen=True)
 class TableRule:
+    """The part every ``[tables."<pattern>"]`` rule shares: its pattern, checked when it is made, and
+    which tables it matches."""
+
     pattern: str
     error: ClassVar[type[OptionError]] = OptionError  # what a rule that cannot be raises
 

@@ -248,7 +248,7 @@ class Replicator:
         # A small batch's queries run without Spark's adaptive execution, whose one use for a few thousand
         # changes, fewer shuffle partitions, the MERGEs get anyway (_shuffle_share), and which runs each
         # shuffle stage as a job of its own, its query planned again after each: without it a small batch
-        # took ~7 % less CPU (BENCHMARKS.md, "fixed cost").
+        # took ~9 % less CPU (BENCHMARKS.md, "fixed cost").
         report.records = sum(r.size for r in ranges)
         small = report.records <= SMALL_BATCH_RECORDS
         try:
