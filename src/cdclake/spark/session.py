@@ -129,9 +129,8 @@ def build_session(
     its ``file:`` paths a file system that starts no ``chmod`` process per file
     (:func:`~cdclake.spark.jars.local_file_system_settings`) unless ``conf`` sets a class path or
     ``spark.hadoop.fs.file.impl`` itself. These take effect only in a process that has not started
-    Spark's JVM yet. With ``log_file`` (see
-    :func:`new_log_file`) a new JVM's log and its stderr go to that file, and no progress bars are drawn:
-    the terminal keeps what the caller prints.
+    Spark's JVM yet. With ``log_file`` (see :func:`new_log_file`) a new JVM's log and its stderr go to
+    that file, and no progress bars are drawn: the terminal keeps what the caller prints.
     """
     given = dict(conf or {})
     own_jars = [key for key in _JAR_SETTINGS if key in given]
