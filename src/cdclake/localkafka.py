@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -90,7 +91,7 @@ class LocalKafka:
                                                  self._settings))
         classpath = os.pathsep.join(str(jar) for jar in resolve([KAFKA_BROKER]))
         java = _java()
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         formatted = subprocess.run(
             [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
             capture_output=True, text=True, check=False,
@@ -140,6 +141,18 @@ def _listening(address: str) -> bool:
             return True
     except OSError:
         return False
+
+
+def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64, drawn again while it starts with ``-``.
+
+    The storage tool's argument parser reads an id starting with ``-`` as an option and fails (one start
+    in 64 did, in CI); Kafka's own ``Uuid.randomUuid`` draws again for the same reason.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(random_uuid().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def free_ports(count: int) -> list[int]:

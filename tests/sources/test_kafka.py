@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from cdclake.localkafka import LocalKafka, free_ports
+from cdclake.localkafka import LocalKafka, free_ports, new_cluster_id
 from cdclake.sources.kafka import KafkaTopics, read_range
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, plan_ranges
 from tests.kafka import Kafka
@@ -65,3 +67,8 @@ def test_free_ports_are_all_different_and_bindable() -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", ports[0]))
 
+
+def test_a_cluster_id_never_starts_with_a_dash() -> None:
+    # 0xf8 encodes to "-" first in URL-safe base64: Kafka's storage tool reads such an id as an option.
+    draws = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x01" + bytes(15))])
+    assert new_cluster_id(lambda: next(draws)) == base64.urlsafe_b64encode(b"\x01" + bytes(15)).decode().rstrip("=")
