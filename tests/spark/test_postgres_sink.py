@@ -153,3 +153,39 @@ def test_reading_a_database_no_job_wrote_to_is_an_error_that_makes_nothing(postg
     with psycopg.connect(parse(_url(postgres)).conninfo) as connection:
         made = connection.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'to_pg_nobody'").fetchone()
     assert made == (0,)
+
+
+def test_a_keyless_merge_matches_whole_rows_nulls_included_by_a_hash_join(postgres: LocalPostgres) -> None:
+    from cdclake.model import ColumnSchema, TableSchema
+    from cdclake.sinks.postgres.statements import create_table, merge
+    from cdclake.types import MySQLType
+
+    columns = (ColumnSchema("at", MySQLType.parse("datetime")), ColumnSchema("who", MySQLType.parse("varchar(9)")),
+               ColumnSchema("amount", MySQLType.parse("decimal(6,2)")))
+    schema, target = TableSchema("keyless_merge", "log", columns), '"keyless_merge"."log"'
+    kept = [("2024-05-01 09:00:00", "ann", "1.50"), ("2024-05-01 09:00:00", None, "2.00")]
+    deleted = [("2024-05-01 09:00:01", None, None), ("2024-05-01 09:00:02", "bo", "3.00")]
+    images = [{"at": "2024-05-01 09:00:01", "who": None, "amount": None},
+              {"at": "2024-05-01 09:00:02", "who": "bo", "amount": "3.0"},  # 3.0 is 3.00: the same value
+              {"at": "2024-05-01 09:00:03", "who": "cy", "amount": "4.00"}]
+    with psycopg.connect(parse(_url(postgres)).conninfo, autocommit=True) as connection:
+        connection.execute("DROP SCHEMA IF EXISTS keyless_merge CASCADE")
+        connection.execute("CREATE SCHEMA keyless_merge")
+        for statement in create_table(target, schema):
+            connection.execute(statement)
+        with connection.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {target} VALUES (%s::timestamp, %s, %s::numeric)", kept + deleted)
+        connection.execute('CREATE TABLE keyless_merge.stage (_key text, _op text, _image jsonb)')
+        with connection.cursor() as cursor:
+            cursor.executemany("INSERT INTO keyless_merge.stage VALUES ('', %s, %s::jsonb)",
+                               [("delete", psycopg.types.json.Jsonb(images[0])),
+                                ("delete", psycopg.types.json.Jsonb(images[1])),
+                                ("insert", psycopg.types.json.Jsonb(images[2]))])
+        connection.execute("ANALYZE keyless_merge.stage")
+        delete, update, insert = merge(target, "keyless_merge.stage", schema, whole_images=True)
+        plan = "\n".join(row[0] for row in connection.execute("EXPLAIN " + delete).fetchall())
+        for statement in (delete, update, insert):
+            connection.execute(statement)
+        rows = connection.execute(f"SELECT at::text, who, amount::text FROM {target} ORDER BY 1, 2").fetchall()
+    assert "Hash" in plan, plan
+    assert rows == [*kept, ("2024-05-01 09:00:03", "cy", "4.00")]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from cdclake.model import TableSchema
 from cdclake.schema.history import END_AT, END_OP, END_TS, IS_CURRENT, START_AT, START_TS
-from cdclake.sinks.postgres.statements import ident, image_value, index_name, kept_unless_given, literal
+from cdclake.sinks.postgres.statements import ident, image_value, index_name, kept_unless_given, literal, row_match
 from cdclake.sinks.postgres.types import pg_type
 
 # The version columns as PostgreSQL holds them: the flag a boolean, as in the lake.
@@ -47,13 +47,7 @@ def _wall_clock(ts_sql: str) -> str:
 def write_history(target: str, stage: str, schema: TableSchema) -> list[str]:
     """The version actions in ``stage`` (a table or a parenthesized query) applied to ``target``, the
     history of ``schema``'s rows."""
-    keys = schema.key_columns or tuple(c.name for c in schema.columns)
-    by_name = {c.name: c for c in schema.columns}
-    # As the mirror's merge: "=" on a primary key's columns (never NULL) uses the index; without a key,
-    # every column is the key, and NULLs must match.
-    equal = "=" if schema.key_columns else "IS NOT DISTINCT FROM"
-    open_version = " AND ".join([f"t.{ident(END_TS)} IS NULL",
-                                 *(f"t.{ident(k)} {equal} {image_value(by_name[k])}" for k in keys)])
+    open_version = f"t.{ident(END_TS)} IS NULL AND {row_match(schema)}"  # as the mirror's merge matches
     ends = {END_TS: "s._end_ts", END_AT: _wall_clock("s._end_ts"), END_OP: "s._end_op",
             IS_CURRENT: "s._end_ts IS NULL"}
     sets = [f"{ident(c.name)} = {kept_unless_given(c)}" for c in schema.columns]
