@@ -164,3 +164,38 @@ def test_both_bulk_loads_keep_every_byte_and_refuse_a_value_the_column_cannot_ho
         # in strict mode refuses it itself. Either names the column as the caller knows it.
         with pytest.raises(SinkError, match="Out of range value for column 'count'"):
             load_rows(cursor, "loaded", ["s", "b", "u"], [("x", b"", "-1")], local_infile, ["s", "b", "count"])
+
+
+def test_a_keyless_merge_matches_whole_rows_nulls_included_and_reads_the_table_once(mariadb: LocalMariaDB) -> None:
+    from cdclake.model import ColumnSchema, TableSchema
+    from cdclake.sinks.mariadb.statements import create_table, merge, stage_table
+    from cdclake.types import MySQLType
+
+    columns = (ColumnSchema("at", MySQLType.parse("datetime")), ColumnSchema("who", MySQLType.parse("text")),
+               ColumnSchema("amount", MySQLType.parse("decimal(6,2)")))
+    schema, target = TableSchema("keyless_merge", "log", columns), "`keyless_merge`.`log`"
+    kept = [("2024-05-01 09:00:00.000000", "ann", "1.50"), ("2024-05-01 09:00:00.000000", None, "2.00"),
+            (None, None, None)]
+    staged = [("delete", "2024-05-01 09:00:01.000000", None, None),
+              ("insert", None, None, None),  # the table has it: still there once
+              ("insert", "2024-05-01 09:00:03.000000", "cy", "4.0")]  # 4.0 is 4.00
+    with connect(parse(mariadb.jdbc_url).arguments) as connection, connection.cursor() as cursor:
+        cursor.execute("DROP DATABASE IF EXISTS keyless_merge")
+        cursor.execute("CREATE DATABASE keyless_merge")
+        cursor.execute(create_table(target, schema, "utf8mb4_bin"))
+        cursor.executemany(f"INSERT INTO {target} VALUES (%s, %s, %s)", [*kept, staged[0][1:]])
+        cursor.execute(stage_table("keyless_merge.stage", schema, "utf8mb4_bin"))
+        cursor.executemany("INSERT INTO keyless_merge.stage (cdclake_op, cdclake_given, c0, c1, c2) "
+                           "VALUES (%s, '111', %s, %s, %s)", staged)
+        plans = []
+        for statement in merge(target, "keyless_merge.stage", schema, whole_images=True):
+            cursor.execute("EXPLAIN " + statement)
+            plans.append(cursor.fetchall())
+            cursor.execute(statement)
+        cursor.execute(f"SELECT CAST(at AS CHAR), who, CAST(amount AS CHAR) FROM {target}")
+        rows = sorted(cursor.fetchall(), key=repr)
+    # A plan's rows are (id, select_type, table, ...): no subquery run per staged row; the insert reads
+    # only the staging table.
+    assert all(step[1] == "SIMPLE" for plan in plans for step in plan), plans
+    assert [step[2] for step in plans[1]] == ["s"], plans
+    assert rows == sorted([*kept, ("2024-05-01 09:00:03.000000", "cy", "4.00")], key=repr)
