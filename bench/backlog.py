@@ -238,7 +238,7 @@ def section(args: argparse.Namespace, runs: list[Measured], loads: tuple[str, st
         f"Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC  ",
         f"Machine: {machine()}; `cdclake replicate --once` with `local[2]` and the driver memory session.py "
         f"gives a local driver (the JVM's heap capped at `-Xmx{LOCAL_DRIVER_MEMORY}`); "
-        f"load average {loads[0]} (1 min) at the start, {loads[1]} at the end (the machine is shared)  ",
+        f"load average {loads[0]} (1 min) at the start, {loads[1]} at the end  ",
         f"Workload: bench/replicate.py's, in {args.format} on {PARTITIONS} partitions, replicated from its "
         f"captured topic in batches of at most {args.batch_records:,} records; resident memory sampled every "
         f"{args.interval} s from /proc; a full collection of the JVM's heap every {args.full_gc_every:g} s",
