@@ -7,7 +7,7 @@ import pytest
 from cdclake.errors import OptionError
 from cdclake.model import ColumnSchema, IndexSchema, TableSchema
 from cdclake.schema.ddl.changes import AddColumn, DropColumn, ModifyColumn, RenameColumn
-from cdclake.sinks.postgres.connection import parse
+from cdclake.sinks.postgres.connection import SinkError, check_server, parse
 from cdclake.sinks.postgres.statements import alter, create_table, ident, merge
 from cdclake.sinks.postgres.types import cast_text, holds, pg_type
 from cdclake.types import MySQLType
@@ -86,3 +86,11 @@ def test_column_changes_become_alter_statements() -> None:
         'ALTER TABLE "shop"."orders" ALTER COLUMN "remark" TYPE bytea USING convert_to("remark"::text, \'UTF8\')',
         'ALTER TABLE "shop"."orders" DROP COLUMN IF EXISTS "qty"',
     ]
+
+
+def test_a_server_older_than_14_is_refused_by_name() -> None:
+    address = parse("jdbc:postgresql://db:5432/shop?user=u&password=secret")
+    check_server(140000, address)
+    with pytest.raises(SinkError, match=r"sink jdbc:postgresql://db:5432/shop\?user=u&password=\*\*\*: "
+                                        r"PostgreSQL 13 is too old for the sink, which needs 14 or newer"):
+        check_server(130011, address)

@@ -120,11 +120,11 @@ def stage_table(stage: str, schema: TableSchema, collation: str, extra: Sequence
 
 def merge(target: str, stage: str, schema: TableSchema, whole_images: bool) -> list[str]:
     """The net changes in ``stage`` applied to ``target``, whose columns are ``schema``'s."""
+    if not schema.key_columns:
+        return _keyless_merge(target, stage, schema)
     position = {c.name: i for i, c in enumerate(schema.columns)}
     columns = names([c.name for c in schema.columns])
     values = ", ".join(f"s.c{i}" for i in range(len(schema.columns)))
-    if not schema.key_columns:
-        return _keyless_merge(target, stage, schema)
     match = " AND ".join(f"t.{ident(k)} = s.c{position[k]}" for k in schema.key_columns)
     updates = [_updated(target, column, position[column.name], whole_images)
                for column in schema.columns if column.name not in schema.key_columns]

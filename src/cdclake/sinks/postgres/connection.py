@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     import psycopg
 
 PREFIX = "jdbc:postgresql:"
+# hash_record_extended, which matches the rows of a table without a key (statements.row_match), is new in 14.
+OLDEST_SERVER = 140000
 
 
 class SinkError(CdclakeError):
@@ -44,3 +46,11 @@ def connect(address: PostgresAddress, autocommit: bool = True) -> psycopg.Connec
         return psycopg.connect(address.conninfo, autocommit=autocommit)
     except psycopg.OperationalError as error:
         raise SinkError(f"sink {address.shown}: cannot connect: {str(error).strip()}") from None
+
+
+def check_server(version: int, address: PostgresAddress) -> None:
+    """Refuse a server older than the statements need (``version`` as libpq reports it: 150004 for 15.4)."""
+    if version < OLDEST_SERVER:
+        raise SinkError(f"sink {address.shown}: PostgreSQL {version // 10000} is too old for the sink, which needs "
+                        f"{OLDEST_SERVER // 10000} or newer (it matches the rows of a table without a key with "
+                        "hash_record_extended)")

@@ -31,7 +31,7 @@ from cdclake.schema.layout import TableLayout
 from cdclake.schema.rows import changes_seen_in_rows
 from cdclake.sinks.base import CHANGELOG_FIELDS, DEAD_LETTER_FIELDS, Compaction, NetPart, Step, refuse_layout
 from cdclake.sinks.postgres import history, statements
-from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, connect
+from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, check_server, connect
 from cdclake.sinks.postgres.statements import ident, table_name
 from cdclake.sinks.postgres.types import holds
 from cdclake.sources.ranges import OffsetRange
@@ -72,6 +72,7 @@ class PostgresSink:
         tables = (("state", STATE_FIELDS), ("changelog", (*CHANGELOG_FIELDS, ("batch", "bigint"))),
                   ("dead_letters", (*DEAD_LETTER_FIELDS, ("batch", "bigint"))))
         with self._connect() as connection:
+            check_server(connection.info.server_version, self.address)
             connection.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(self.namespace)}")
             for name, fields in tables:
                 connection.execute(f"CREATE TABLE IF NOT EXISTS {self._job_table(name)} ({_columns(fields)})")
