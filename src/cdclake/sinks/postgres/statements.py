@@ -96,10 +96,11 @@ def row_match(schema: TableSchema) -> str:
     by_name = {c.name: c for c in schema.columns}
     if schema.key_columns:
         return " AND ".join(f"t.{ident(k)} = {image_value(by_name[k])}" for k in schema.key_columns)
-    targets = ", ".join(f"t.{ident(c.name)}" for c in schema.columns)
-    images = ", ".join(image_value(c) for c in schema.columns)
-    exact = " AND ".join(f"t.{ident(c.name)} IS NOT DISTINCT FROM {image_value(c)}" for c in schema.columns)
-    return f"hash_record_extended(ROW({targets}), 0) = hash_record_extended(ROW({images}), 0) AND {exact}"
+    targets = [f"t.{ident(c.name)}" for c in schema.columns]
+    images = [image_value(c) for c in schema.columns]
+    exact = " AND ".join(f"{t} IS NOT DISTINCT FROM {i}" for t, i in zip(targets, images, strict=True))
+    return (f"hash_record_extended(ROW({', '.join(targets)}), 0) = "
+            f"hash_record_extended(ROW({', '.join(images)}), 0) AND {exact}")
 
 
 def image_value(column: ColumnSchema) -> str:
