@@ -170,7 +170,7 @@ def test_merges_side_by_side_share_the_sessions_shuffle_partitions(spark: Any, t
         merge(spark_, *args, **kwargs)
 
     monkeypatch.setattr(tables, "merge_changes", recording)
-    workload = Workload(WorkloadSpec(seed=11, transactions=15))  # no RENAME TABLE: that applies one at a time
+    workload = Workload(WorkloadSpec(seed=11, transactions=15))
     stream = produce(workload, "open", {}, duplicates=0)
     write_captured(stream, tmp_path, stream.topic)
     _, lake_name, _ = _replicate(spark, CapturedTopics(tmp_path), "open", stream, batches=2, parallel_tables=4)

@@ -55,6 +55,29 @@ class TableWork:
     bootstrap: TableSchema | None = None
 
 
+def apply_lanes(work: Mapping[tuple[str, str], TableWork]) -> list[list[TableWork]]:
+    """The tables' work in lanes that may be applied side by side, each lane's in the order of its first
+    DDL. A RENAME TABLE links the table it renames with the one it names (TiDB's names, which ignore case):
+    the renamed table's work starts from the state the renaming one leaves, so linked tables share a lane,
+    one after the other. Every table no rename links is a lane of its own."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def root(key: tuple[str, str]) -> tuple[str, str]:
+        name = (key[0].lower(), key[1].lower())
+        while parent.setdefault(name, name) != name:
+            name = parent[name]
+        return name
+
+    for table_work in work.values():
+        for _, ddl in table_work.ddls:
+            if ddl.kind is DdlKind.RENAME_TABLE:
+                parent[root(table_work.key)] = root((ddl.database, ddl.table))
+    lanes: dict[tuple[str, str], list[TableWork]] = {}
+    for table_work in sorted(work.values(), key=lambda w: w.ddls[0][0] if w.ddls else 2**63):
+        lanes.setdefault(root(table_work.key), []).append(table_work)
+    return list(lanes.values())
+
+
 # A DDL record the batch does not follow (wholly or in part), and the reason its dead letter gives.
 Unfollowed = tuple[Any, str]
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from cdclake.errors import OptionError
 from cdclake.formats import get_codec
-from cdclake.model import Ddl, DdlKind, TableSchema
+from cdclake.model import Ddl, TableSchema
 from cdclake.ordering.bad_messages import stop_at_bad_message
 from cdclake.schema.ddl.changes import (
     CreateTable,
@@ -53,7 +53,7 @@ from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_t
 from cdclake.spark.config import ReplicateConfig as ReplicateConfig  # where callers have long imported it from
 from cdclake.spark.history import HistoryKeeper
 from cdclake.spark.ordering import Facts, Ordering, net_changes
-from cdclake.spark.planning import Segment, TablePlanner, TableWork, schema_of_rows
+from cdclake.spark.planning import Segment, TablePlanner, TableWork, apply_lanes, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.spark.refusals import RawReader, refuse_tables, with_raw_messages
 from cdclake.spark.reporting import BatchReport as BatchReport  # where callers have long imported it from
@@ -352,12 +352,14 @@ class Replicator:
                 report.tables.update(touched)
             self._progress.table_done(".".join(table_work.key))
 
-        # A RENAME TABLE touches two tables' work: then one table after the other, in DDL order.
-        renames = any(ddl.kind is DdlKind.RENAME_TABLE for table_work in work.values() for _, ddl in table_work.ddls)
-        ordered = sorted(work.values(), key=lambda w: w.ddls[0][0] if w.ddls else 2**63)
-        parallel = 1 if renames else self.config.parallel_tables
-        with self._shuffle_share(min(parallel, len(ordered))), ThreadPoolExecutor(max_workers=parallel) as pool:
-            for future in [pool.submit(one, table_work) for table_work in ordered]:
+        def lane(table_works: list[TableWork]) -> None:
+            for table_work in table_works:
+                one(table_work)
+
+        lanes = apply_lanes(work)
+        parallel = min(self.config.parallel_tables, len(lanes))
+        with self._shuffle_share(parallel), ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            for future in [pool.submit(lane, table_works) for table_works in lanes]:
                 future.result()
 
     def _shuffle_share(self, concurrent: int) -> contextlib.AbstractContextManager[None]:
