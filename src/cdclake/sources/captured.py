@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
+import pybase64
 
 from cdclake.errors import CdclakeError
 from cdclake.model import Origin, RawMessage
@@ -59,6 +60,13 @@ def _b64(data: bytes | None) -> str | None:
 def _unb64(text: Any, where: str) -> bytes | None:
     if text is None:
         return None
+    try:
+        # Six times as fast as Python's on a message's value (the largest cost of reading a record); it
+        # refuses what RFC 4648 does, some of which Python's takes (excess padding after a whole quantum),
+        # so Python's decides where it refuses.
+        return pybase64.b64decode(text, validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        pass
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, TypeError, ValueError) as exc:
@@ -269,7 +277,7 @@ def partition_extent(root: Path, topic: str, partition: int) -> PartitionExtent 
                 last, where = line, f"{segment}:{number}"
     if last is None:
         return PartitionExtent(low, base)
-    offset = _offset(_record(last, where), where)
+    offset = _offset(_checked(_record(last, where), where), where)
     if offset < base:
         # Else the extent would end below the segment's name, and a job would never read it.
         raise CaptureError(f"{where}: offset {offset} is below {base}, the first offset the segment's name gives")
@@ -294,11 +302,13 @@ def read_partition(root: Path, topic: str, partition: int, start: int = 0, end: 
 
 def _read_segment(segment: Path, bounds: tuple[int, int | None], topic: str, partition: int, start: int,
                   end: int | None) -> Iterator[RawMessage]:
-    """The segment's records in the range; ``bounds``: its base offset and the next segment's, if any."""
+    """The segment's records in the range; ``bounds``: its base offset and the next segment's, if any.
+    A record outside the range is only placed, its offset read and its order checked: the range that holds
+    it checks the rest (a range reads its segments to their ends, mostly records of other ranges)."""
     previous = None
     with segment.open("rb") as handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
+            if not line or line.isspace():  # as not line.strip(), without copying the line
                 continue
             where = f"{segment}:{number}"
             record = _record(line, where)
@@ -306,7 +316,8 @@ def _read_segment(segment: Path, bounds: tuple[int, int | None], topic: str, par
             _check_order(offset, previous, bounds, where)
             previous = offset
             if offset >= start and (end is None or offset < end):
-                yield _message(record, Origin(topic=topic, partition=partition, offset=offset), where)
+                yield _message(_checked(record, where), Origin(topic=topic, partition=partition, offset=offset),
+                               where)
 
 
 def _check_order(offset: int, previous: int | None, bounds: tuple[int, int | None], where: str) -> None:
@@ -328,14 +339,19 @@ def _json(value: Any) -> str:
 
 
 def _record(line: bytes, where: str) -> dict[str, Any]:
-    """One line's record, its fields checked against the layout (its offset by :func:`_offset`). Fields
-    other than these are ignored; ``key``, ``value``, ``timestamp`` and ``headers`` may be left out."""
+    """One line's record, a JSON object, its fields not checked yet."""
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise CaptureError(f"{where}: not a captured record: {exc}") from exc
     if not isinstance(record, dict):
         raise CaptureError(f"{where}: not a captured record: {_json(record)} is not a JSON object")
+    return record
+
+
+def _checked(record: dict[str, Any], where: str) -> dict[str, Any]:
+    """``record`` with its fields checked against the layout (its offset by :func:`_offset`). Fields other
+    than these are ignored; ``key``, ``value``, ``timestamp`` and ``headers`` may be left out."""
     timestamp = record.get("timestamp")
     if timestamp is not None and not (_is_int(timestamp) and abs(timestamp) <= _MAX_TIMESTAMP_MS):
         raise CaptureError(f"{where}: timestamp {_json(timestamp)} is not epoch milliseconds (an integer) or null")

@@ -54,7 +54,7 @@ from cdclake.model import (
 )
 from cdclake.ordering.reading import PartitionReading, commit_ts_problem, event_origin
 from cdclake.ordering.records import RecordColumns, arrow_schema, spark_ddl
-from cdclake.schema.lake import lake_text_function
+from cdclake.schema.lake import value_text_function
 from cdclake.schema.names import column_problem
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.types import MySQLType
@@ -91,6 +91,8 @@ CHANGE_FIELDS: tuple[tuple[str, str], ...] = (
 )
 CHANGE_DDL = spark_ddl(CHANGE_FIELDS)
 CHANGE_NAMES = tuple(name for name, _ in CHANGE_FIELDS)
+_NO_ORIGIN = Origin()
+_KEY_COLUMNS_KEPT = 1024  # distinct keys' JSON kept by a writer; a table or two has each
 
 
 def record_arrow_schema() -> pa.Schema:
@@ -124,12 +126,12 @@ class _ImageWriter:
                                      str | None]] = {}
 
     def plan(self, types: Mapping[str, MySQLType]) -> tuple[str, dict[str, Callable[[Any], str | None]], str | None]:
-        """The columns' JSON, each column's lake text function, and why the columns cannot make a table
-        (None if they can)."""
+        """The columns' JSON, each column's lake text function for a value that is not NULL, and why the
+        columns cannot make a table (None if they can)."""
         cached = self._plans.get(id(types))
         if cached is None or cached[0] is not types:
             columns = orjson.dumps({name: str(mtype) for name, mtype in types.items()}).decode()
-            texts = {name: lake_text_function(mtype) for name, mtype in types.items()}
+            texts = {name: value_text_function(mtype) for name, mtype in types.items()}
             cached = self._plans[id(types)] = (types, columns, texts, column_problem(types))
         return cached[1], cached[2], cached[3]
 
@@ -137,8 +139,8 @@ class _ImageWriter:
     def image(values: Mapping[str, Any] | None, texts: Mapping[str, Callable[[Any], str | None]]) -> dict[str, Any]:
         if values is None:
             return {}
-        return {name: (None if value is None else texts[name](value) if name in texts else str(value))
-                for name, value in values.items()}
+        text_of = texts.get
+        return {name: None if value is None else (text_of(name) or str)(value) for name, value in values.items()}
 
 
 def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:
@@ -153,6 +155,7 @@ class ChangeWriter(RecordColumns):
         super().__init__(CHANGE_FIELDS)
         self.sequence_of = sequence_of
         self._images = _ImageWriter()
+        self._key_columns: dict[tuple[str, ...], str] = {}  # each key's column names as a JSON array
         # The Kafka timestamp of the message being decoded: formats without watermarks place rows
         # around a DDL by it (TiCDC and DataWorks send every change before a DDL ahead of the DDL).
         self.timestamp_ms: int | None = None
@@ -176,22 +179,20 @@ class ChangeWriter(RecordColumns):
         partial = row.after is not None and not after.keys() >= texts.keys()
         key = _key_text(after or before, row.key_columns)
         old_key = _key_text(before, row.key_columns) if before and after else None
-        self.add(
-            "row",
-            row.origin,
-            op=row.op.value,
-            database=row.database,
-            table=row.table,
-            commit_ts=row.commit_ts,
-            sequence=self.sequence_of(row),
-            key=key,
-            old_key=None if old_key == key else old_key,
-            key_columns=orjson.dumps(list(row.key_columns)).decode(),
-            columns=columns,
-            before=orjson.dumps(before).decode() if row.before is not None else None,
-            after=orjson.dumps(after).decode() if row.after is not None else None,
-            reason="partial" if partial else None,
-        )
+        key_columns = self._key_columns.get(row.key_columns)
+        if key_columns is None:
+            if len(self._key_columns) >= _KEY_COLUMNS_KEPT:
+                self._key_columns.clear()
+            key_columns = self._key_columns[row.key_columns] = orjson.dumps(list(row.key_columns)).decode()
+        origin = row.origin or _NO_ORIGIN
+        self.add_values((  # every field of CHANGE_FIELDS, in its order
+            "row", origin.topic, origin.partition, origin.offset, origin.index,
+            row.op.value, row.database, row.table, row.commit_ts, self.sequence_of(row),
+            key, None if old_key == key else old_key, key_columns, columns,
+            orjson.dumps(before).decode() if row.before is not None else None,
+            orjson.dumps(after).decode() if row.after is not None else None,
+            None, None, None, self.timestamp_ms, "partial" if partial else None,
+        ))
 
     def add_error(self, message: RawMessage, reason: str) -> None:
         self.add("error", message.origin, raw_key=message.key, raw_value=message.value,
