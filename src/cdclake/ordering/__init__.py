@@ -5,7 +5,7 @@ and :class:`~cdclake.spark.ChangeApplier` over it) and the transcoder (:mod:`cdc
 * :mod:`~cdclake.ordering.reading`: one source partition's messages decoded in order after those carried
   into it (:class:`~cdclake.ordering.reading.PartitionReading`): schema messages primed, rows waiting
   for their schema, events the decoder still holds at the end, messages that cannot be decoded;
-* :mod:`~cdclake.ordering.records`: the records a reading writes, collected column by column and handed
+* :mod:`~cdclake.ordering.records`: the records a reading writes, collected a tuple per record and handed
   out as Arrow record batches (:class:`~cdclake.ordering.records.RecordColumns`);
 * :mod:`~cdclake.ordering.resolution`: how far a batch may go: the resolved ts (the minimum over
   partitions of the newest watermark, below every row still waiting for its schema), the bound of a

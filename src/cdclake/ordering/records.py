@@ -1,4 +1,4 @@
-"""What a partition reading writes: records of one fixed set of columns, collected column by column on an
+"""What a partition reading writes: records of one fixed set of columns, collected record by record on an
 executor and handed out as Arrow record batches (the replication job's change records, the transcoder's
 records). Each set of columns is a tuple of (name, Spark SQL type)."""
 

@@ -149,7 +149,7 @@ def _key_text(image: Mapping[str, Any], key_columns: Sequence[str]) -> str:
 
 
 class ChangeWriter(RecordColumns):
-    """Collects change records column by column and hands them out as Arrow record batches."""
+    """Collects change records and hands them out as Arrow record batches."""
 
     def __init__(self, sequence_of: Callable[[RowChange | Ddl], str | None]) -> None:
         super().__init__(CHANGE_FIELDS)
