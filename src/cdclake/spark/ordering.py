@@ -287,44 +287,46 @@ class Ordering:
             if position is not None and row["newest"] is not None:
                 position.sequence = max(position.sequence or 0, int(row["newest"]))
 
-    def deduplicated(self, changes: DataFrame, copies_possible: bool = True) -> DataFrame:
+    def deduplicated(self, changes: DataFrame, copies_possible: bool = True) -> tuple[DataFrame, DataFrame | None]:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
         the first delivery kept; ``changes`` as they are where ``copies_possible`` is False (see
-        :attr:`Facts.copies_possible`). Where changes were compared as possible copies, the result comes
-        persisted and computed (the caller unpersists it): each use would compare them again.
+        :attr:`Facts.copies_possible`). Also the copies found, persisted, for the caller to unpersist once
+        done with the changes (None where none were looked for or found).
 
         Only changes whose identity hashes like another's can be copies, so a cheap count of the
         hashes finds them, and only those go through the exact comparison (a window over whole images,
-        which costs a shuffle and sort of every column): a clean batch pays for the count alone."""
+        which costs a shuffle and sort of every column): a clean batch pays for the count alone. The copies
+        are kept as their places (topic, partition, offset, index: one record each), few beside the batch,
+        and joined away at each use of the changes: persisting the batch's changes again cost more (a
+        stream that sends each DDL to every partition has copies in every batch with a DDL)."""
         from pyspark import StorageLevel
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         if not copies_possible:
-            return changes
+            return changes, None
         hashed = with_identity(changes)
         # The shared hashes stay a Spark aggregate, not rows collected and made into a DataFrame again:
         # such a DataFrame is made anew by a Python worker at each use of the query. Persisted, so that
         # the join below reads the aggregate the check computed rather than counting the batch again.
-        shared = (hashed.groupBy("_identity").count().filter("count > 1")
-                  .select("_identity", F.lit(True).alias("_suspect"))).persist()
+        shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity").persist()
         try:
             if not shared.take(1):
-                return changes
-            marked = hashed.join(F.broadcast(shared), "_identity", "left")
+                return changes, None
             first = Window.partitionBy(*IDENTITY).orderBy("partition", "offset", "index")
-            copies_dropped = (marked.filter("_suspect").withColumn("_copy", F.row_number().over(first))
-                              .filter("_copy = 1").drop("_copy"))
-            unique = marked.filter("_suspect IS NULL")
-            once = (unique.unionByName(copies_dropped).drop("_identity", "_suspect", "event_id")
-                    .persist(StorageLevel.MEMORY_AND_DISK_DESER))
-            once.count()
-            return once
+            copies = (hashed.join(F.broadcast(shared), "_identity").withColumn("_copy", F.row_number().over(first))
+                      .filter("_copy > 1").select(*(F.col(c).alias(f"_copy_{c}") for c in PLACE))
+                      .persist(StorageLevel.MEMORY_AND_DISK_DESER))
+            copies.count()
         finally:
             shared.unpersist()
+        # Null-safe: a record decoded from no message of a partition has no place there.
+        same_place = [F.col(c).eqNullSafe(F.col(f"_copy_{c}")) for c in PLACE]
+        return changes.join(F.broadcast(copies), same_place, "left_anti"), copies
 
 
-# What makes two change records the same change, whatever their place in Kafka.
+# Where a change record was decoded: one record each.
+PLACE = ("topic", "partition", "offset", "index")
 IDENTITY = ("kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id")
 
 

@@ -279,14 +279,14 @@ class Replicator:
         changes = self.ordering.selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
         ready = self.ordering.ready(resolved, self.ordering.resolved_sequence(state, extents))
         # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
-        # records again, which costs less than caching it too; where copies were compared, it comes
-        # persisted, for the comparison would run again for each use.
-        applicable = self.ordering.deduplicated(self.ordering.not_yet_applied(
+        # records again, which costs less than caching it too; where copies were found, it joins them away.
+        applicable, copies = self.ordering.deduplicated(self.ordering.not_yet_applied(
             changes if ready is None else changes.filter(ready), state), facts.copies_possible)
         try:
             self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report, reread)
         finally:
-            applicable.unpersist()
+            if copies is not None:
+                copies.unpersist()
         self._carry_on(state, facts, ranges)
         self.history.record(state)
         state.plan = []
