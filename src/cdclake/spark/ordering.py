@@ -327,6 +327,7 @@ class Ordering:
 
 # Where a change record was decoded: one record each.
 PLACE = ("topic", "partition", "offset", "index")
+# What makes two change records the same change, whatever their place in Kafka.
 IDENTITY = ("kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id")
 
 
