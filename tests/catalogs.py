@@ -105,7 +105,11 @@ class RestCatalogServer(_Service):
     def start(self) -> None:
         classpath = os.pathsep.join(str(jar) for jar in resolve(REST_SERVER_JARS))
         # The fixture reads its catalog's properties from CATALOG_* variables: CATALOG_REST_PORT is rest.port.
-        env = {**os.environ, "CATALOG_WAREHOUSE": str(self.warehouse), "CATALOG_REST_PORT": str(self.port)}
+        # Its JDBC catalog keeps tables in SQLite, in memory unless told otherwise, where a request made while
+        # another writes fails at once ("Failed to get table"), and a job applies tables side by side; a
+        # file waits for the lock, as a catalog's own database does.
+        env = {**os.environ, "CATALOG_WAREHOUSE": str(self.warehouse), "CATALOG_REST_PORT": str(self.port),
+               "CATALOG_URI": f"jdbc:sqlite:{self.directory / 'catalog.db'}"}
         log = self.directory / "server.log"
         with log.open("wb") as out:
             self._process = subprocess.Popen([_java(), "-Xmx256m", "-cp", classpath, REST_SERVER_MAIN], env=env,
