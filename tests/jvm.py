@@ -6,13 +6,19 @@ longer than these, and on two cores its threads take CPU from the run itself. St
 batch example's test 23 % faster (42.9 s to 32.9 s); the tests' own Spark session keeps C2, since it lives
 for the whole run and gains from it (six replications took 170 s with C2, 224 s with C1 only). The JVM
 says on its stderr that it picked the option up; nothing else changes.
+
+C1 alone gets HotSpot's code cache for one compiler, 48 MiB, and a run of many batches fills it with the
+queries Spark generates: on 2026-11-27 the crash test's last run did ("CodeCache is full. Compiler has
+been disabled."), then failed to link a method handle (``InternalError: no such method:
+MethodHandle.linkToStatic``) in Spark's listener thread, which stopped the SparkContext. The cache is
+given the tiered default, 240 MiB, back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-SHORT_LIVED_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
+SHORT_LIVED_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"}
 
 
 def short_lived_jvm(environment: Mapping[str, str]) -> dict[str, str]:
