@@ -29,6 +29,33 @@ class Decoder(Protocol):
         ...
 
 
+class RowRecordReader(Protocol):
+    """A compiled reader of a format's plain row messages (:mod:`cdclake._native`)."""
+
+    def records(self, value: bytes, topic: str | None, partition: int | None, offset: int | None,
+                timestamp_ms: int | None) -> list[tuple[Any, ...]] | None:
+        """The change records of one message (:data:`cdclake.spark.changes.CHANGE_FIELDS`), or None where
+        the format's decoder must read it."""
+        ...
+
+
+# A plan of one table version for a RowRecordReader: (column names, their type texts as the message
+# gives them) -> None (the decoder reads the messages), or (the columns' JSON, per column (kind, low,
+# high, its lake text of a wire text)). cdclake.spark.native_rows makes it.
+RowPlanner = Callable[[list[str], list[str]], "tuple[str, list[tuple[str, int, int, Callable[[str], Any]]]] | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class NativeRows:
+    """How a format's compiled row reader is made for resolved options: ``reader(planner)``; the
+    planner reads a value the reader does not with ``converter(type)``, the decoder's own. A TIMESTAMP
+    text is the UTC wall clock where ``utc_timestamps``, so its lake text is its DATETIME text."""
+
+    reader: Callable[[RowPlanner], RowRecordReader]
+    converter: Callable[[MySQLType], Callable[[Any], Any]]
+    utc_timestamps: bool
+
+
 class Encoder(Protocol):
     def encode(self, events: Iterable[Event]) -> list[RawMessage]:
         """The messages that carry ``events``, in order; raises :class:`~cdclake.errors.EncodeError`."""
@@ -70,6 +97,10 @@ TZ_OPTION = Option(
     "UTC",
     "time zone TIMESTAMP values are written in (TiCDC's server --tz): IANA name, UTC or +HH:MM",
 )
+
+
+def _no_native_rows(options: Mapping[str, Any]) -> NativeRows | None:
+    return None
 
 
 def _always(options: Mapping[str, Any]) -> bool:
@@ -133,6 +164,10 @@ class Codec:
 
     ``demo_options`` are the options ``cdclake demo`` uses unless told otherwise (the format at its
     fullest), ``sample_options`` those its sample stream (:mod:`cdclake.samples`) was encoded with.
+
+    ``native_rows(options)``: how to make the format's compiled reader of plain row messages, which the
+    pipeline's decoding asks first (:mod:`cdclake.spark.native_rows`); None where the format, with these
+    options, has none.
     """
 
     name: str
@@ -152,6 +187,7 @@ class Codec:
     value_carrier: Callable[[Mapping[str, Any]], ValueCarrier] = carries_every_value
     demo_options: Mapping[str, str] = field(default_factory=dict)
     sample_options: Mapping[str, str] = field(default_factory=dict)
+    native_rows: Callable[[Mapping[str, Any]], NativeRows | None] = _no_native_rows
 
     def resolve(self, given: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         """Every option of this codec with its value: the defaults, overridden by ``given`` and by

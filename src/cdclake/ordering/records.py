@@ -54,6 +54,10 @@ class RecordColumns:
         """A record as the tuple of its values, every field's in the order of ``fields``."""
         self._records.append(values)
 
+    def add_many(self, records: list[tuple[Any, ...]]) -> None:
+        """Records as :meth:`add_values` takes each."""
+        self._records.extend(records)
+
     def take(self) -> pa.RecordBatch:
         import pyarrow as pa
 

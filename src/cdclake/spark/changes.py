@@ -41,6 +41,7 @@ from cdclake.errors import DecodeError
 from cdclake.eventjson import event_to_json
 from cdclake.eventjson.schemas import schema_to_json
 from cdclake.formats import get_codec
+from cdclake.formats.base import RowRecordReader
 from cdclake.model import (
     Ddl,
     Event,
@@ -57,6 +58,7 @@ from cdclake.ordering.records import RecordColumns, arrow_schema, spark_ddl
 from cdclake.schema.lake import value_text_function
 from cdclake.schema.names import column_problem
 from cdclake.sources.ranges import OffsetRange, Source
+from cdclake.spark.native_rows import native_reader
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -213,12 +215,21 @@ class PartitionDecoder(PartitionReading):
     ``held`` message come out now (they were not complete before).
     """
 
-    def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter) -> None:
+    def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter,
+                 native: RowRecordReader | None) -> None:
         super().__init__(get_codec(format_name), options)
         self._writer = writer
+        self._native = native
 
     def read(self, message: RawMessage) -> None:
         self._writer.timestamp_ms = message.timestamp_ms
+        value = message.value
+        if self._native is not None and value.__class__ is bytes and value:
+            origin = message.origin
+            records = self._native.records(value, origin.topic, origin.partition, origin.offset, message.timestamp_ms)
+            if records:  # else the decoder reads it (a message of no rows too: it may be held on)
+                self._writer.add_many(records)
+                return
         super().read(message)
 
     # Carried on: rows still waiting for their schema and the messages whose events the decoder still
@@ -279,8 +290,9 @@ def decode_tasks(
     """The change records of each task's carried messages and range, in Arrow batches of about
     ``batch_rows`` records."""
     writer = ChangeWriter(get_codec(format_name).sequence_of)
+    native = native_reader(get_codec(format_name), options)
     for task in tasks:
-        partition = _primed_decoder(format_name, options, writer, task.carried)
+        partition = _primed_decoder(format_name, options, writer, native, task.carried)
         for message in source.read(task.offset_range):
             partition.read(message)
             if len(writer) >= batch_rows:
@@ -317,6 +329,7 @@ def decode_records(
     A record whose ``role`` is ``prime`` only teaches the decoder its schema (its events were emitted
     when it was first decoded); one of role ``held`` is decoded as any other."""
     writer = ChangeWriter(get_codec(format_name).sequence_of)
+    native = native_reader(get_codec(format_name), options)
     current: tuple[str, int] | None = None
     partition: PartitionDecoder | None = None
     for batch in batches:
@@ -326,7 +339,7 @@ def decode_records(
                 if partition is not None:
                     partition.finish()
                 current = (topic, number)
-                partition = _primed_decoder(format_name, options, writer, carried.get(current, ()))
+                partition = _primed_decoder(format_name, options, writer, native, carried.get(current, ()))
             message = RawMessage(key, value, Origin(topic=topic, partition=number, offset=offset), timestamp_ms)
             if role == "prime":
                 partition.prime(message)
@@ -341,10 +354,10 @@ def decode_records(
 
 
 def _primed_decoder(format_name: str, options: Mapping[str, Any], writer: ChangeWriter,
-                    carried: Iterable[CarriedMessage]) -> PartitionDecoder:
+                    native: RowRecordReader | None, carried: Iterable[CarriedMessage]) -> PartitionDecoder:
     """A partition's decoder that has read the messages carried into it: schema messages primed, held
     messages decoded again (their events come out now)."""
-    partition = PartitionDecoder(format_name, options, writer)
+    partition = PartitionDecoder(format_name, options, writer, native)
     for message in sorted(carried, key=lambda c: c.message.origin.offset or 0):
         if message.role == "prime":
             partition.prime(message.message)

@@ -21,22 +21,29 @@ Cloud DTS's ``INIT`` rows) in ``meta["type"]`` and TiCDC's ``_tidb.rowkey`` in `
 The modules: :mod:`.wire` (the message's constants and JSON text, read and written), :mod:`.values`
 (one column's value, read and written), :mod:`.fast_path` (what a ``mysqlType`` map says, with its
 compiled row readers), :mod:`.rows` (a message's rows as before and after images), :mod:`.decoder`
-and :mod:`.encoder`.
+and :mod:`.encoder`. TiCDC's plain row messages also have a compiled reader straight into the
+pipeline's change records (``native/src/canal.rs``, declared here as ``native_rows``), which leaves
+every other message to the decoder.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 from collections.abc import Mapping
 from typing import Any
 
-from cdclake.formats.base import TZ_OPTION, Codec, Option, ValueCarrier, carries_every_value, parse_bool
+from cdclake._native import CanalRows
+from cdclake.formats.base import TZ_OPTION, Codec, NativeRows, Option, ValueCarrier, carries_every_value, parse_bool
 from cdclake.formats.canal_json.decoder import CanalJsonDecoder
 from cdclake.formats.canal_json.encoder import CanalJsonEncoder, _meta_int
+from cdclake.formats.canal_json.values import _converter
 from cdclake.formats.canal_json.wire import FORMAT
 from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
 from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.model import Ddl, RowChange
+from cdclake.values import zone
 
 
 def _has_watermarks(options: Mapping[str, Any]) -> bool:
@@ -60,6 +67,14 @@ def _value_carrier(options: Mapping[str, Any]) -> ValueCarrier:
     ``content-compatible`` the full type names the members and the values are their names."""
     compatible = options["content-compatible"]
     return carries_every_value(options) if compatible else carries_member_numbers(options)
+
+
+def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
+    """TiCDC's row messages, read by ``native/src/canal.rs``; a compressed value the decoder reads."""
+    if options["large-message-handle-compression"] != "none":
+        return None
+    tz = zone(options["tz"])
+    return NativeRows(CanalRows, functools.partial(_converter, tz=tz), tz.utcoffset(None) == dt.timedelta(0))
 
 
 # Without the TiDB extension Canal-JSON carries neither commit ts nor watermarks.
@@ -93,6 +108,7 @@ CODEC = Codec(
     value_carrier=_value_carrier,
     demo_options=_WITH_TIDB_EXTENSION,
     sample_options=_WITH_TIDB_EXTENSION,
+    native_rows=_native_rows,
 )
 
 __all__ = ["CODEC", "OPTIONS", "CanalJsonDecoder", "CanalJsonEncoder"]

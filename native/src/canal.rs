@@ -1,0 +1,473 @@
+//! TiCDC's Canal-JSON row messages (with the TiDB extension) straight into change records.
+//!
+//! `CanalRows.records` reads a message the way `cdclake.formats.canal_json.decoder` does and writes
+//! the records `cdclake.spark.changes.ChangeWriter.add_row` would, or returns None where the message
+//! is anything but a plain row message whose every part it can read (a DDL, a watermark, a large
+//! message, a column without a type, JSON that is not TiCDC's): the Python decoder then reads it, and
+//! says what is wrong where something is. What a type means stays in Python: a *planner* tells, per
+//! `mysqlType` map, each column's [`Kind`] and its Python text function.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::message::{Message, Raw, Row, Text};
+use crate::texts::Kind;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+/// Distinct `mysqlType` maps and key column lists kept; a full cache is emptied (as the decoder's).
+const CACHE_SIZE: usize = 4096;
+
+struct Column {
+    kind: Kind,
+    /// The column's lake text of a wire text, through the Python converter (None for a zero date).
+    python_text: Py<PyAny>,
+}
+
+impl Column {
+    /// The lake text of `raw` (inner None: NULL), or None if Python refused it.
+    fn text<'a>(&self, py: Python<'_>, raw: &'a str) -> Option<Option<Cow<'a, str>>> {
+        if let Some(text) = self.kind.text(raw) {
+            return Some(Some(text));
+        }
+        let text = self.python_text.call1(py, (raw,)).ok()?;
+        if text.is_none(py) {
+            return Some(None);
+        }
+        text.extract::<String>(py)
+            .ok()
+            .map(|text| Some(Cow::Owned(text)))
+    }
+}
+
+/// What one `mysqlType` map says: its columns' JSON (the change record's `columns`) and readers.
+struct Plan {
+    columns_json: Py<PyString>,
+    names: Vec<String>,
+    columns: Vec<Column>,
+    index: HashMap<String, usize>,
+}
+
+impl Plan {
+    /// The column called `name`, met at `position` of a row (rows mostly list the columns in order).
+    fn find(&self, position: usize, name: &str) -> Option<usize> {
+        match self.names.get(position) {
+            Some(at) if at == name => Some(position),
+            _ => self.index.get(name).copied(),
+        }
+    }
+}
+
+/// A row image: (column, lake text or NULL) in the message's order.
+type Image<'a> = Vec<(&'a str, Option<Cow<'a, str>>)>;
+
+/// The parts of a row message the records are made of.
+struct RowMessage<'m, 'a> {
+    op: &'static str,
+    database: &'m str,
+    table: &'m str,
+    data: &'m [Row<'a>],
+    old: &'m [Option<Row<'a>>],
+    mysql_type: &'m [(Cow<'a, str>, Text<'a>)],
+    key_columns: Vec<&'m str>,
+    commit_ts: i64,
+}
+
+impl<'m, 'a> RowMessage<'m, 'a> {
+    fn of(message: &'m Message<'a>) -> Option<RowMessage<'m, 'a>> {
+        let op = match message.kind.as_ref()?.0.as_ref() {
+            "INSERT" => "insert",
+            "UPDATE" => "update",
+            "DELETE" => "delete",
+            _ => return None,
+        };
+        if message.is_ddl == Some(true) {
+            return None;
+        }
+        let data = message.data.as_deref()?;
+        let old = match (op, message.old.as_deref()) {
+            ("update", Some(old)) if old.len() > data.len() => return None,
+            ("update", Some(old)) => old,
+            _ => &[],
+        };
+        let key_columns = message
+            .pk_names
+            .iter()
+            .flatten()
+            .map(|name| name.0.as_ref())
+            .collect();
+        let commit_ts = i64::try_from(message.tidb.as_ref()?.commit_ts).ok()?;
+        Some(RowMessage {
+            op,
+            database: message.database.as_ref()?.0.as_ref(),
+            table: message.table.as_ref()?.0.as_ref(),
+            data,
+            old,
+            mysql_type: &message.mysql_type.as_ref()?.0,
+            key_columns,
+            commit_ts,
+        })
+    }
+}
+
+/// A `mysqlType` map's (name, type text) entries and what they say (None: Python reads the messages).
+type Planned = (Vec<(String, String)>, Option<Arc<Plan>>);
+
+/// Reads Canal-JSON row messages into change records (see the module's documentation).
+#[pyclass(module = "cdclake._native")]
+pub struct CanalRows {
+    /// `planner(names, type_texts)`: None, or (columns JSON, [(kind code, low, high, text function)]).
+    planner: Py<PyAny>,
+    /// Per table name, its last `mysqlType` map and what it says.
+    plans: HashMap<String, Planned>,
+    key_columns: HashMap<Vec<String>, Py<PyString>>,
+}
+
+#[pymethods]
+impl CanalRows {
+    #[new]
+    fn new(planner: Py<PyAny>) -> Self {
+        CanalRows {
+            planner,
+            plans: HashMap::new(),
+            key_columns: HashMap::new(),
+        }
+    }
+
+    /// The change records of the message `value` (tuples in `CHANGE_FIELDS`' order), or None where
+    /// the Python decoder must read it.
+    fn records<'py>(
+        &mut self,
+        py: Python<'py>,
+        value: &[u8],
+        topic: Bound<'py, PyAny>,
+        partition: Bound<'py, PyAny>,
+        offset: Bound<'py, PyAny>,
+        timestamp_ms: Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Ok(message) = serde_json::from_slice::<Message>(value) else {
+            return Ok(None);
+        };
+        let Some(rows) = RowMessage::of(&message) else {
+            return Ok(None);
+        };
+        let Some(plan) = self.plan(py, rows.table, rows.mysql_type)? else {
+            return Ok(None);
+        };
+        let Some(images) = images(py, &plan, &rows) else {
+            return Ok(None);
+        };
+        let key_columns = self.key_columns_json(py, &rows.key_columns);
+        let none = py.None().into_bound(py);
+        let (database, table) = (
+            PyString::new(py, rows.database),
+            PyString::new(py, rows.table),
+        );
+        let records = PyList::empty(py);
+        for (index, (before, after)) in images.iter().enumerate() {
+            let image = after
+                .as_ref()
+                .or(before.as_ref())
+                .expect("a row has an image");
+            let key = key_json(&image.texts, &rows.key_columns);
+            let old_key = match (before, after) {
+                (Some(before), Some(_)) => {
+                    Some(key_json(&before.texts, &rows.key_columns)).filter(|old| *old != key)
+                }
+                _ => None,
+            };
+            let partial = after
+                .as_ref()
+                .is_some_and(|after| after.known < plan.columns.len());
+            let fields: [Bound<'py, PyAny>; 21] = [
+                PyString::intern(py, "row").into_any(),
+                topic.clone(),
+                partition.clone(),
+                offset.clone(),
+                index.into_pyobject(py)?.into_any(),
+                PyString::intern(py, rows.op).into_any(),
+                database.clone().into_any(),
+                table.clone().into_any(),
+                rows.commit_ts.into_pyobject(py)?.into_any(),
+                none.clone(), // sequence: the commit ts orders
+                PyString::new(py, &key).into_any(),
+                optional_string(py, old_key.as_deref(), &none),
+                key_columns.bind(py).clone().into_any(),
+                plan.columns_json.bind(py).clone().into_any(),
+                optional_string(
+                    py,
+                    before
+                        .as_ref()
+                        .map(|image| image_json(&image.texts))
+                        .as_deref(),
+                    &none,
+                ),
+                optional_string(
+                    py,
+                    after
+                        .as_ref()
+                        .map(|image| image_json(&image.texts))
+                        .as_deref(),
+                    &none,
+                ),
+                none.clone(), // event
+                none.clone(), // raw_key
+                none.clone(), // raw_value
+                timestamp_ms.clone(),
+                if partial {
+                    PyString::intern(py, "partial").into_any()
+                } else {
+                    none.clone()
+                },
+            ];
+            records.append(PyTuple::new(py, fields)?)?;
+        }
+        Ok(Some(records))
+    }
+}
+
+impl CanalRows {
+    fn plan(
+        &mut self,
+        py: Python<'_>,
+        table: &str,
+        types: &[(Cow<'_, str>, Text<'_>)],
+    ) -> PyResult<Option<Arc<Plan>>> {
+        if let Some((entries, plan)) = self.plans.get(table) {
+            let same = entries.len() == types.len()
+                && entries
+                    .iter()
+                    .zip(types)
+                    .all(|((name, text), (n, t))| name == n && *text == t.0);
+            if same {
+                return Ok(plan.clone());
+            }
+        }
+        let entries: Vec<(String, String)> = types
+            .iter()
+            .map(|(name, text)| (name.to_string(), text.0.to_string()))
+            .collect();
+        let plan = self.ask_planner(py, &entries)?.map(Arc::new);
+        if self.plans.len() >= CACHE_SIZE {
+            self.plans.clear();
+        }
+        self.plans.insert(table.to_owned(), (entries, plan.clone()));
+        Ok(plan)
+    }
+
+    fn ask_planner(&self, py: Python<'_>, entries: &[(String, String)]) -> PyResult<Option<Plan>> {
+        let names: Vec<String> = entries.iter().map(|(name, _)| name.clone()).collect();
+        let index: HashMap<String, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(at, name)| (name.clone(), at))
+            .collect();
+        if index.len() < names.len() {
+            return Ok(None); // a column named twice: the decoder reads it as Python's dicts do
+        }
+        let texts: Vec<&str> = entries.iter().map(|(_, text)| text.as_str()).collect();
+        let answer = self.planner.call1(py, (names.clone(), texts))?;
+        if answer.is_none(py) {
+            return Ok(None);
+        }
+        type Spec = (String, i128, i128, Py<PyAny>);
+        let (columns_json, specs): (Py<PyString>, Vec<Spec>) = answer.extract(py)?;
+        let mut columns = Vec::with_capacity(specs.len());
+        for (code, low, high, python_text) in specs {
+            let Some(kind) = Kind::from_code(&code, low, high) else {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "no kind of column is called {code:?}"
+                )));
+            };
+            columns.push(Column { kind, python_text });
+        }
+        Ok(Some(Plan {
+            columns_json,
+            names,
+            columns,
+            index,
+        }))
+    }
+
+    fn key_columns_json(&mut self, py: Python<'_>, names: &[&str]) -> Py<PyString> {
+        let owned: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        if let Some(json) = self.key_columns.get(&owned) {
+            return json.clone_ref(py);
+        }
+        let json = PyString::new(
+            py,
+            &serde_json::to_string(names).expect("strings serialize"),
+        )
+        .unbind();
+        if self.key_columns.len() >= CACHE_SIZE {
+            self.key_columns.clear();
+        }
+        self.key_columns.insert(owned, json.clone_ref(py));
+        json
+    }
+}
+
+/// A row's image and how many of the table's columns it holds (a column without a type may be there,
+/// NULL: the decoder keeps it too).
+#[derive(Clone)]
+struct ReadImage<'a> {
+    texts: Image<'a>,
+    known: usize,
+}
+
+/// (before, after) of every row of the message; None if any part of them needs Python.
+#[allow(clippy::type_complexity)]
+fn images<'a>(
+    py: Python<'_>,
+    plan: &Plan,
+    rows: &RowMessage<'a, 'a>,
+) -> Option<Vec<(Option<ReadImage<'a>>, Option<ReadImage<'a>>)>> {
+    let mut images = Vec::with_capacity(rows.data.len());
+    for (index, row) in rows.data.iter().enumerate() {
+        if row.0.is_empty() {
+            return None;
+        }
+        let image = read_image(py, plan, row, None)?;
+        images.push(match rows.op {
+            "insert" => (None, Some(image)),
+            "delete" => (Some(image), None),
+            _ => (
+                Some(before_image(py, plan, rows.old.get(index), row, &image)?),
+                Some(image),
+            ),
+        });
+    }
+    Some(images)
+}
+
+/// The lake texts of `row`; with `data` (an UPDATE's old row), a text the same as the data row's takes
+/// its lake text from `data_image`, as the decoder does. None where Python must read it: a column named
+/// twice, a value that is not a string, a column without a type that is not NULL.
+fn read_image<'a>(
+    py: Python<'_>,
+    plan: &Plan,
+    row: &'a Row<'a>,
+    data: Option<(&'a Row<'a>, &ReadImage<'a>)>,
+) -> Option<ReadImage<'a>> {
+    let mut seen = vec![false; plan.columns.len()];
+    let mut texts: Image<'a> = Vec::with_capacity(row.0.len());
+    let mut known = 0;
+    for (position, (name, raw)) in row.0.iter().enumerate() {
+        let column = plan.find(position, name);
+        match column {
+            Some(at) if std::mem::replace(&mut seen[at], true) => return None,
+            Some(_) => known += 1,
+            None if texts.iter().any(|(n, _)| *n == name.as_ref()) => return None,
+            None => {}
+        }
+        let text = match raw {
+            Raw::Null => None,
+            Raw::Text(raw) => match data
+                .and_then(|(data, image)| same_in_data(data, image, position, name, raw))
+            {
+                Some(same) => same,
+                None => plan.columns[column?].text(py, raw)?,
+            },
+            Raw::Other => return None,
+        };
+        texts.push((name.as_ref(), text));
+    }
+    Some(ReadImage { texts, known })
+}
+
+/// The data row's lake text of column `name` if its text there is `raw` (looked for at `position` first).
+fn same_in_data<'a>(
+    data: &Row<'a>,
+    image: &ReadImage<'a>,
+    position: usize,
+    name: &str,
+    raw: &str,
+) -> Option<Option<Cow<'a, str>>> {
+    let at = match data.0.get(position) {
+        Some((n, _)) if n == name => position,
+        _ => data.0.iter().position(|(n, _)| n == name)?,
+    };
+    match &data.0[at].1 {
+        Raw::Text(text) if text == raw => Some(image.texts[at].1.clone()),
+        _ => None,
+    }
+}
+
+/// An UPDATE's before image: the data row's, overlaid with its `old` (the columns that changed, or all
+/// of them), as the decoder makes it.
+fn before_image<'a>(
+    py: Python<'_>,
+    plan: &Plan,
+    old: Option<&'a Option<Row<'a>>>,
+    row: &'a Row<'a>,
+    image: &ReadImage<'a>,
+) -> Option<ReadImage<'a>> {
+    let Some(Some(old)) = old else {
+        return Some(image.clone());
+    };
+    let before = read_image(py, plan, old, Some((row, image)))?;
+    let same_columns = before.texts.len() == image.texts.len()
+        && before
+            .texts
+            .iter()
+            .all(|(n, _)| image.texts.iter().any(|(m, _)| m == n));
+    if same_columns {
+        return Some(before);
+    }
+    let mut overlaid = image.clone();
+    for (name, text) in before.texts {
+        match overlaid.texts.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = text,
+            None => {
+                overlaid.known += usize::from(plan.index.contains_key(name));
+                overlaid.texts.push((name, text));
+            }
+        }
+    }
+    Some(overlaid)
+}
+
+/// The key's lake texts as a JSON array: the key columns', or every column's by name for a table without one.
+fn key_json(image: &Image<'_>, key_columns: &[&str]) -> String {
+    let value_of = |name: &str| {
+        image
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, text)| text.as_deref())
+    };
+    let values: Vec<Option<&str>> = if key_columns.is_empty() {
+        let mut names: Vec<&str> = image.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.into_iter().map(value_of).collect()
+    } else {
+        key_columns.iter().map(|name| value_of(name)).collect()
+    };
+    serde_json::to_string(&values).expect("strings serialize")
+}
+
+fn image_json(image: &Image<'_>) -> String {
+    let mut json = Vec::with_capacity(16 * image.len() + 2);
+    json.push(b'{');
+    for (at, (name, text)) in image.iter().enumerate() {
+        if at > 0 {
+            json.push(b',');
+        }
+        serde_json::to_writer(&mut json, name).expect("strings serialize");
+        json.push(b':');
+        serde_json::to_writer(&mut json, &text.as_deref()).expect("strings serialize");
+    }
+    json.push(b'}');
+    String::from_utf8(json).expect("JSON of strings is UTF-8")
+}
+
+fn optional_string<'py>(
+    py: Python<'py>,
+    text: Option<&str>,
+    none: &Bound<'py, PyAny>,
+) -> Bound<'py, PyAny> {
+    match text {
+        Some(text) => PyString::new(py, text).into_any(),
+        None => none.clone(),
+    }
+}

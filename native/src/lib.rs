@@ -1,0 +1,14 @@
+//! cdclake's compiled fast paths, for what a profile showed Python could not do fast enough. Each has
+//! the Python code it stands for as its fallback and its reference: see `cdclake.formats.canal_json.native`.
+
+use pyo3::prelude::*;
+
+mod canal;
+mod message;
+mod texts;
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<canal::CanalRows>()?;
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! Lake texts made from wire texts without Python: each kind takes only text whose lake text it can
+//! tell exactly, and leaves the rest (`None`) to the column's Python function, which decides.
+//!
+//! Every kind here stands for what `cdclake.schema.lake.value_text_function` makes of what the Canal-JSON
+//! converter (`cdclake.formats.canal_json.values`) makes of the text; tests/formats/test_canal_native.py
+//! holds the two to the same output.
+
+use std::borrow::Cow;
+
+use base64::Engine;
+
+/// How a column's wire texts become lake texts.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// The text itself (char ... longtext, json, vector).
+    Text,
+    /// Canonical digits (no sign but a minus, no leading zero, not `-0`) in `low..=high`: the same text.
+    Integer { low: i128, high: i128 },
+    /// Canonical plain decimal digits (`-?(0|[1-9][0-9]*)(\.[0-9]+)?`): the same text.
+    Decimal,
+    /// `YYYY-MM-DD`, a real day of years 1 to 9999: the same text.
+    Date,
+    /// `YYYY-MM-DD HH:MM:SS[.f{1,6}]` (TIMESTAMP in UTC too): with six fraction digits.
+    DateTime,
+    /// ISO-8859-1 characters, one per byte (TiCDC's binary text): the bytes in standard base64.
+    Latin1Binary,
+    /// Every value through the column's Python function.
+    Python,
+}
+
+impl Kind {
+    /// The kind a code of `cdclake.formats.canal_json.native` names; `low` and `high` bound an integer.
+    pub fn from_code(code: &str, low: i128, high: i128) -> Option<Kind> {
+        Some(match code {
+            "text" => Kind::Text,
+            "integer" => Kind::Integer { low, high },
+            "decimal" => Kind::Decimal,
+            "date" => Kind::Date,
+            "datetime" => Kind::DateTime,
+            "latin1-binary" => Kind::Latin1Binary,
+            "python" => Kind::Python,
+            _ => return None,
+        })
+    }
+
+    /// The lake text of `raw`, or None where Python must decide.
+    pub fn text<'a>(&self, raw: &'a str) -> Option<Cow<'a, str>> {
+        match *self {
+            Kind::Text => Some(Cow::Borrowed(raw)),
+            Kind::Integer { low, high } => integer(raw, low, high).then_some(Cow::Borrowed(raw)),
+            Kind::Decimal => decimal(raw).then_some(Cow::Borrowed(raw)),
+            Kind::Date => date(raw.as_bytes()).then_some(Cow::Borrowed(raw)),
+            Kind::DateTime => datetime(raw).map(Cow::Owned),
+            Kind::Latin1Binary => latin1_base64(raw).map(Cow::Owned),
+            Kind::Python => None,
+        }
+    }
+}
+
+/// Digits without a leading zero, after an optional minus; not `-0`.
+fn canonical_digits(digits: &[u8], negative: bool) -> bool {
+    match digits {
+        [] => false,
+        [b'0'] => !negative,
+        [b'0', ..] => false,
+        _ => digits.iter().all(u8::is_ascii_digit),
+    }
+}
+
+fn integer(raw: &str, low: i128, high: i128) -> bool {
+    let (negative, digits) = match raw.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, raw),
+    };
+    // 38 digits always fit an i128; longer ones Python reads.
+    if digits.len() > 38 || !canonical_digits(digits.as_bytes(), negative) {
+        return false;
+    }
+    matches!(raw.parse::<i128>(), Ok(value) if low <= value && value <= high)
+}
+
+fn decimal(raw: &str) -> bool {
+    let unsigned = raw.strip_prefix('-').unwrap_or(raw);
+    let (whole, fraction) = match unsigned.split_once('.') {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (unsigned, None),
+    };
+    // Python's Decimal keeps the sign of a zero ("-0.0" stays "-0.0"): a minus before 0 is canonical here.
+    let whole_ok = canonical_digits(whole.as_bytes(), false);
+    whole_ok && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn number(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |total, &b| {
+        b.is_ascii_digit().then(|| total * 10 + u32::from(b - b'0'))
+    })
+}
+
+fn date(text: &[u8]) -> bool {
+    if text.len() != 10 || text[4] != b'-' || text[7] != b'-' {
+        return false;
+    }
+    let (Some(year), Some(month), Some(day)) =
+        (number(&text[..4]), number(&text[5..7]), number(&text[8..]))
+    else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    year >= 1 && (1..=days).contains(&day)
+}
+
+fn datetime(raw: &str) -> Option<String> {
+    let text = raw.as_bytes();
+    if text.len() < 19
+        || !date(&text[..10])
+        || text[10] != b' '
+        || text[13] != b':'
+        || text[16] != b':'
+    {
+        return None;
+    }
+    let (hour, minute, second) = (
+        number(&text[11..13])?,
+        number(&text[14..16])?,
+        number(&text[17..19])?,
+    );
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let fraction = match &text[19..] {
+        [] => &[][..],
+        [b'.', digits @ ..]
+            if (1..=6).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) =>
+        {
+            digits
+        }
+        _ => return None,
+    };
+    let mut lake = String::with_capacity(26);
+    lake.push_str(&raw[..19]);
+    lake.push('.');
+    lake.extend(fraction.iter().map(|&b| char::from(b)));
+    lake.extend(std::iter::repeat_n('0', 6 - fraction.len()));
+    Some(lake)
+}
+
+fn latin1_base64(raw: &str) -> Option<String> {
+    let bytes: Option<Vec<u8>> = raw
+        .chars()
+        .map(|c| u8::try_from(u32::from(c)).ok())
+        .collect();
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes?))
+}

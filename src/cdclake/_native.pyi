@@ -1,0 +1,15 @@
+"""cdclake's compiled fast paths (native/src, built by maturin with the package)."""
+
+from collections.abc import Callable
+from typing import Any
+
+class CanalRows:
+    """Canal-JSON row messages into change records (native/src/canal.rs)."""
+
+    def __init__(
+        self,
+        planner: Callable[[list[str], list[str]], tuple[str, list[tuple[str, int, int, Callable[[str], Any]]]] | None],
+    ) -> None: ...
+    def records(
+        self, value: bytes, topic: str | None, partition: int | None, offset: int | None, timestamp_ms: int | None
+    ) -> list[tuple[Any, ...]] | None: ...

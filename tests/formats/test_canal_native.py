@@ -1,0 +1,175 @@
+"""The compiled Canal-JSON row reader (native/src/canal.rs, planned by cdclake.spark.native_rows) makes
+the very change records that the decoder and ChangeWriter make, for every message it reads, and leaves
+every other message to them: each test reads the same messages both ways and compares the records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdclake.formats import get_codec
+from cdclake.model import Origin, RawMessage
+from cdclake.spark.changes import ChangeWriter, PartitionDecoder
+from cdclake.spark.native_rows import native_reader
+from cdclake.workload import Workload, WorkloadSpec, messages
+from tests.formats.test_canal_json_fast_path import VALUES, ZONES
+
+CODEC = get_codec("canal-json")
+
+
+class BothWays:
+    """One partition's messages read by the decoder alone and with the compiled reader first."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = CODEC.resolve(None, **options)
+        self.native = native_reader(CODEC, self.options)
+        assert self.native is not None
+        self._writers = {way: ChangeWriter(CODEC.sequence_of) for way in ("python", "native")}
+        self._partitions = {way: PartitionDecoder("canal-json", self.options, writer,
+                                                  self.native if way == "native" else None)
+                            for way, writer in self._writers.items()}
+        self.read_natively = 0
+
+    def read(self, message: RawMessage) -> None:
+        origin = message.origin
+        probe = native_reader(CODEC, self.options)
+        assert probe is not None
+        if probe.records(message.value, origin.topic, origin.partition, origin.offset, message.timestamp_ms):
+            self.read_natively += 1
+        for partition in self._partitions.values():
+            partition.read(message)
+
+    def check(self) -> int:
+        """Asserts both ways made the same records; how many messages the compiled reader read."""
+        for partition in self._partitions.values():
+            partition.finish()
+        python, native = (self._writers[way].take().to_pylist() for way in ("python", "native"))
+        assert len(native) == len(python)
+        for ours, theirs in zip(native, python, strict=True):
+            assert ours == theirs
+        return self.read_natively
+
+
+def _message(body: Any, offset: int = 0) -> RawMessage:
+    value = body if isinstance(body, bytes) else orjson.dumps(body)
+    return RawMessage(b"k", value, Origin(topic="t", partition=3, offset=offset), 1_700_000_000_000 + offset)
+
+
+def _row(op: str, mysql_type: Mapping[str, str], data: list[Any], old: Any = None, **fields: Any) -> dict[str, Any]:
+    body = {"id": 0, "database": "db", "table": "t", "pkNames": ["id"], "isDdl": False, "type": op, "es": 1,
+            "ts": 2, "sql": "", "sqlType": {}, "mysqlType": mysql_type, "data": data, "old": old,
+            "_tidb": {"commitTs": 449000000000000000}}
+    body.update(fields)
+    return body
+
+
+def _read_all(way: BothWays, bodies: Iterable[Any]) -> int:
+    for offset, body in enumerate(bodies):
+        way.read(_message(body, offset))
+    return way.check()
+
+
+@pytest.mark.parametrize("tz", ZONES)
+@pytest.mark.parametrize(("text", "values"), VALUES, ids=[text for text, _ in VALUES])
+def test_every_value_of_every_type(text: str, values: list[Any], tz: str) -> None:
+    """The decoder's own list of values each type must read or refuse (tests/formats/test_canal_json_fast_path.py),
+    inserted, deleted and updated from and to each other and NULL."""
+    types = {"id": "int", "c": text}
+
+    def bodies() -> Iterable[Any]:
+        for raw in [*values, None]:
+            yield _row("INSERT", types, [{"id": "1", "c": raw}])
+            yield _row("DELETE", types, [{"id": "1", "c": raw}])
+            for other in (raw, values[0], None):
+                for new, old in ((other, raw), (raw, other)):
+                    yield _row("UPDATE", types, [{"id": "1", "c": new}], [{"id": "1", "c": old}])
+                    yield _row("UPDATE", types, [{"id": "1", "c": new}], [{"c": old}])  # only what changed
+
+    assert _read_all(BothWays(tz=tz), bodies()) > 0
+
+
+def test_a_workload_stream_is_read_natively_as_the_decoder_reads_it() -> None:
+    """Every table and type of the upstream simulator, DDLs and watermarks between (left to the decoder)."""
+    workload = Workload(WorkloadSpec(seed=11, tables=10, transactions=300, rows_per_transaction=3))
+    for options in ({"enable-tidb-extension": "true"},
+                    {"enable-tidb-extension": "true", "content-compatible": "true"},
+                    {"enable-tidb-extension": "true", "tz": "+08:00", "only-output-updated-columns": "true"}):
+        stream = list(messages(workload, "canal-json", options))
+        way = BothWays(**options)
+        for message in stream:
+            way.read(message)
+        rows = sum(1 for m in stream if b'"isDdl":false' in m.value and b'"TIDB_WATERMARK"' not in m.value)
+        assert way.check() >= 0.9 * rows, options
+
+
+def test_messages_the_reader_leaves_to_the_decoder() -> None:
+    types = {"id": "int", "c": "varchar(10)"}
+    row = [{"id": "1", "c": "x"}]
+    leave = [
+        _row("INSERT", types, row, isDdl=True),
+        _row("INSERT", types, row, _tidb={"commitTs": 5, "onlyHandleKey": True}),
+        _row("INSERT", types, row, _tidb={"commitTs": 2**63}),
+        _row("INSERT", types, row, _tidb={"commitTs": 5.0}),
+        _row("INSERT", types, row, _tidb=None),
+        _row("INSERT", types, [{"id": "1", "c": "x", "d": "y"}]),  # a column without a type
+        _row("INSERT", types, [{"id": 1, "c": "x"}]),  # typed JSON
+        _row("INSERT", types, [{}]),
+        _row("INSERT", types, ["x"]),
+        _row("INSERT", types, []),
+        _row("UPDATE", types, row, [{"id": "1"}, {"id": "2"}]),
+        _row("UPDATE", types, row, "x"),
+        _row("INSERT", types, row, pkNames=[1]),
+        _row("INSERT", types, row, database=None),
+        _row("INSERT", {"id": "int", "c": "no such type"}, row),
+        _row("INSERT", {"id": "int", "c": 5}, row),
+        _row("INIT", types, row),
+        _row("TIDB_WATERMARK", types, row),
+        orjson.dumps(_row("INSERT", types, row)) + b"\n" + orjson.dumps(_row("INSERT", types, row)),
+        orjson.dumps(_row("INSERT", types, row)).replace(b'"x"', b'"\xff"'),
+        b"[1]",
+        b"{",
+    ]
+    assert _read_all(BothWays(enable_tidb_extension=True, on_handle_key_only="dead-letter"), leave) == 0
+
+
+def test_images_keys_and_partial_rows() -> None:
+    """Several rows, a table without a key, a key the image lacks, a row missing a column, JSON escapes."""
+    types = {"id": "int", "c": "varchar(10)", "d": "datetime"}
+    odd = "q\"\\\n\t\x01\x7f\u2028é😀"
+    bodies = [
+        _row("INSERT", types, [{"id": "1", "c": odd, "d": "2024-01-02 03:04:05.5"}, {"id": "2", "c": None}]),
+        _row("INSERT", types, [{"c": "x", "id": "3", "d": None}], pkNames=None),
+        _row("INSERT", types, [{"c": "x", "id": "3"}], pkNames=["c", "nope"]),
+        _row("UPDATE", types, [{"id": "4", "c": "a"}], [{"id": "5"}]),  # the key changed
+        _row("UPDATE", types, [{"id": "4", "c": "a"}], [{"d": "2024-01-01 00:00:00", "x": None}]),
+        _row("UPDATE", types, [{"id": "4", "c": "a"}], [{"x": "1"}]),  # a column without a type
+        _row("UPDATE", types, [{"id": "4", "c": "a"}], [{"c": "a", "id": "4"}]),
+        _row("UPDATE", types, [{"id": "4", "c": "a"}, {"id": "6", "c": "b"}], [None]),
+        _row("DELETE", types, [{"id": "7", "c": "b", "d": "1999-12-31 23:59:59"}], old=[{"id": "8"}]),
+        {**_row("INSERT", types, [{"id": "9", "c": "b"}]), "mysqlType": {"c": "varchar(10)", "id": "int"}},
+    ]
+    assert _read_all(BothWays(enable_tidb_extension=True), bodies) == len(bodies) - 1  # the unknown column "x"
+
+
+_TYPES = st.sampled_from(["int", "bigint unsigned", "tinyint", "bit(3)", "year", "decimal(10,2)", "varchar(8)",
+                          "date", "datetime", "timestamp", "binary(2)", "enum", "float", "time", "json"])
+_TEXT = st.one_of(st.text(max_size=6), st.from_regex(r"-?[0-9]{1,21}(\.[0-9]{0,7})?", fullmatch=True),
+                  st.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,7})?)?",
+                                fullmatch=True))
+_VALUE = st.one_of(st.none(), _TEXT)
+
+
+@settings(max_examples=300, deadline=None)
+@given(types=st.lists(_TYPES, min_size=1, max_size=4), rows=st.lists(st.lists(_VALUE, min_size=4, max_size=4),
+                                                                     min_size=1, max_size=3),
+       op=st.sampled_from(["INSERT", "UPDATE", "DELETE"]), tz=st.sampled_from(["UTC", "+08:00"]))
+def test_any_texts_of_any_types(types: list[str], rows: list[list[Any]], op: str, tz: str) -> None:
+    mysql_type = {f"c{i}": text for i, text in enumerate(types)}
+    data = [{name: values[i] for i, name in enumerate(mysql_type)} for values in rows]
+    old = [{name: values[-1 - i] for i, name in enumerate(mysql_type)} for values in rows]
+    _read_all(BothWays(tz=tz), [_row(op, mysql_type, data, old, pkNames=["c0"])])
