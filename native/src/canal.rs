@@ -121,7 +121,8 @@ pub struct CanalRows {
     planner: Py<PyAny>,
     /// Per table name, its last `mysqlType` map and what it says.
     plans: HashMap<String, Planned>,
-    key_columns: HashMap<Vec<String>, Py<PyString>>,
+    /// Per table name, its last key columns and their JSON (the change record's `key_columns`).
+    key_columns: HashMap<String, (Vec<String>, Py<PyString>)>,
 }
 
 #[pymethods]
@@ -158,7 +159,7 @@ impl CanalRows {
         let Some(images) = images(py, &plan, &rows) else {
             return Ok(None);
         };
-        let key_columns = self.key_columns_json(py, &rows.key_columns);
+        let key_columns = self.key_columns_json(py, rows.table, &rows.key_columns);
         let none = py.None().into_bound(py);
         let (database, table) = (
             PyString::new(py, rows.database),
@@ -290,10 +291,11 @@ impl CanalRows {
         }))
     }
 
-    fn key_columns_json(&mut self, py: Python<'_>, names: &[&str]) -> Py<PyString> {
-        let owned: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
-        if let Some(json) = self.key_columns.get(&owned) {
-            return json.clone_ref(py);
+    fn key_columns_json(&mut self, py: Python<'_>, table: &str, names: &[&str]) -> Py<PyString> {
+        if let Some((last, json)) = self.key_columns.get(table) {
+            if last.len() == names.len() && last.iter().zip(names).all(|(a, b)| a == b) {
+                return json.clone_ref(py);
+            }
         }
         let json = PyString::new(
             py,
@@ -303,7 +305,9 @@ impl CanalRows {
         if self.key_columns.len() >= CACHE_SIZE {
             self.key_columns.clear();
         }
-        self.key_columns.insert(owned, json.clone_ref(py));
+        let owned = names.iter().map(|name| (*name).to_owned()).collect();
+        self.key_columns
+            .insert(table.to_owned(), (owned, json.clone_ref(py)));
         json
     }
 }

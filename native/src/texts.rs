@@ -22,6 +22,8 @@ pub enum Kind {
     Date,
     /// `YYYY-MM-DD HH:MM:SS[.f{1,6}]` (TIMESTAMP in UTC too): with six fraction digits.
     DateTime,
+    /// `HH:MM:SS[.f{1,6}]` (hours up to 99): with six fraction digits.
+    Time,
     /// ISO-8859-1 characters, one per byte (TiCDC's binary text): the bytes in standard base64.
     Latin1Binary,
     /// Every value through the column's Python function.
@@ -37,6 +39,7 @@ impl Kind {
             "decimal" => Kind::Decimal,
             "date" => Kind::Date,
             "datetime" => Kind::DateTime,
+            "time" => Kind::Time,
             "latin1-binary" => Kind::Latin1Binary,
             "python" => Kind::Python,
             _ => return None,
@@ -51,6 +54,8 @@ impl Kind {
             Kind::Decimal => decimal(raw).then_some(Cow::Borrowed(raw)),
             Kind::Date => date(raw.as_bytes()).then_some(Cow::Borrowed(raw)),
             Kind::DateTime => datetime(raw).map(Cow::Owned),
+            Kind::Time => time(raw.as_bytes())
+                .map(|fraction| Cow::Owned(six_digit_fraction(&raw[..8], fraction))),
             Kind::Latin1Binary => latin1_base64(raw).map(Cow::Owned),
             Kind::Python => None,
         }
@@ -118,37 +123,48 @@ fn date(text: &[u8]) -> bool {
 
 fn datetime(raw: &str) -> Option<String> {
     let text = raw.as_bytes();
-    if text.len() < 19
-        || !date(&text[..10])
-        || text[10] != b' '
-        || text[13] != b':'
-        || text[16] != b':'
-    {
+    if text.len() < 19 || !date(&text[..10]) || text[10] != b' ' {
         return None;
     }
-    let (hour, minute, second) = (
-        number(&text[11..13])?,
-        number(&text[14..16])?,
-        number(&text[17..19])?,
+    let fraction = time(&text[11..])?;
+    if number(&text[11..13])? > 23 {
+        return None;
+    }
+    Some(six_digit_fraction(&raw[..19], fraction))
+}
+
+/// The fraction's digits of `HH:MM:SS[.f{1,6}]` (minutes and seconds below 60), or None.
+fn time(text: &[u8]) -> Option<&[u8]> {
+    if text.len() < 8 || text[2] != b':' || text[5] != b':' {
+        return None;
+    }
+    let (_, minute, second) = (
+        number(&text[..2])?,
+        number(&text[3..5])?,
+        number(&text[6..8])?,
     );
-    if hour > 23 || minute > 59 || second > 59 {
+    if minute > 59 || second > 59 {
         return None;
     }
-    let fraction = match &text[19..] {
-        [] => &[][..],
+    match &text[8..] {
+        [] => Some(&[][..]),
         [b'.', digits @ ..]
             if (1..=6).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) =>
         {
-            digits
+            Some(digits)
         }
-        _ => return None,
-    };
-    let mut lake = String::with_capacity(26);
-    lake.push_str(&raw[..19]);
+        _ => None,
+    }
+}
+
+/// `whole` and the fraction's digits, padded to six.
+fn six_digit_fraction(whole: &str, fraction: &[u8]) -> String {
+    let mut lake = String::with_capacity(whole.len() + 7);
+    lake.push_str(whole);
     lake.push('.');
     lake.extend(fraction.iter().map(|&b| char::from(b)));
     lake.extend(std::iter::repeat_n('0', 6 - fraction.len()));
-    Some(lake)
+    lake
 }
 
 fn latin1_base64(raw: &str) -> Option<String> {

@@ -36,6 +36,7 @@ _BY_FAMILY = {
     Family.DECIMAL: "decimal",
     Family.DATE: "date",
     Family.DATETIME: "datetime",
+    Family.TIME: "time",
     Family.BINARY: "latin1-binary",
     Family.GEOMETRY: "latin1-binary",
 }
