@@ -4,11 +4,13 @@
 use pyo3::prelude::*;
 
 mod canal;
+mod captured;
 mod message;
 mod texts;
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<canal::CanalRows>()?;
+    module.add_function(wrap_pyfunction!(captured::captured_line, module)?)?;
     Ok(())
 }

@@ -13,3 +13,9 @@ class CanalRows:
     def records(
         self, value: bytes, topic: str | None, partition: int | None, offset: int | None, timestamp_ms: int | None
     ) -> list[tuple[Any, ...]] | None: ...
+
+def captured_line(
+    line: bytes, start: int, end: int
+) -> tuple[int, tuple[int | None, bytes | None, bytes | None, tuple[tuple[str, bytes], ...]] | None] | None:
+    """A captured topic's line (native/src/captured.rs): (offset, None) outside start..end, (offset,
+    (timestamp ms, key, value, headers)) inside, or None where Python must read it."""

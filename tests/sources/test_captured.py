@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import random
 import re
 from pathlib import Path
 
 import orjson
 import pytest
 
+from cdclake.sources import captured
 from cdclake.sources.captured import (
     CapturedTopics,
     CapturedTopicWriter,
@@ -196,3 +199,55 @@ def test_a_segment_must_be_named_by_its_first_offset_in_ascii_digits(tmp_path: P
         list(read_partition(tmp_path, "t", 0))
     with pytest.raises(CaptureError, match=refusal):
         partition_extent(tmp_path, "t", 0)
+
+
+# --- the compiled line reader (native/src/captured.rs) reads what the checks here read ------------------
+
+_FIELD_VALUES: dict[str, list[object]] = {
+    "offset": [None, 1, 2, 5, -1, 2.0, "1", True, 0, 2**63 - 1, 2**63, 2**64],
+    "timestamp": [None, 0, -5, 1700000000000, 9223372036854775, 9223372036854776, -9223372036854776, 1.5, "1", True],
+    "key": [None, "", "AA==", "QQ", "QR==", "AA===", "A A=", "-_8=", "AA==\n", 5, "\u00e9", "YQ\\/="],
+    "value": [None, "eHl6", "eHl6\\n", "e Hl6", "eHl", [1], "//8="],
+    "headers": [None, [["h", "AA=="], ["g", None]], [], [["h", "A"]], [["h"]], "x", [[1, "AA=="]]],
+}
+
+
+def _lines(rng: random.Random) -> list[bytes]:
+    """Lines of every field's odd and usual values, one field given twice now and then, offsets mostly rising."""
+    lines = []
+    for number in range(400):
+        usual = rng.random() < 0.5  # each field's first value that is not null, or left out
+        fields = {name: next(v for v in values[1:] if v is not None) if usual else rng.choice(values)
+                  for name, values in _FIELD_VALUES.items() if rng.random() < 0.8}
+        if rng.random() < 0.7:
+            fields["offset"] = number
+        text = json.dumps(fields, separators=(",", ":")).replace("\\\\", "\\")  # stdlib: 2**64 too
+        if rng.random() < 0.05:
+            text = text.replace("{", '{"offset":3,', 1)
+        lines.append(text.encode())
+    return lines
+
+
+def _read_or_error(root: Path, start: int, end: int | None) -> object:
+    try:
+        return [(m.key, m.value, m.timestamp_ms, m.headers, m.origin) for m in read_partition(root, "t", 0, start, end)]
+    except CaptureError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_line_reader_reads_as_the_checks_do(tmp_path: Path, seed: int,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    lines = _lines(rng)
+    # Make the opening line well-formed more often than not, so that reads get past it.
+    if rng.random() < 0.7:
+        lines[0] = orjson.dumps({"offset": 0, "value": "eHl6"})
+    folder = tmp_path / "t" / "0"
+    folder.mkdir(parents=True)
+    (folder / f"{0:020d}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    ranges = [(0, None), (0, 3), (2, 50), (rng.randint(0, 400), None)]
+    native = [_read_or_error(tmp_path, start, end) for start, end in ranges]
+    assert any(captured.captured_line(line, 0, 2**63) for line in lines)  # it reads some itself
+    monkeypatch.setattr(captured, "captured_line", lambda *_: None)
+    assert native == [_read_or_error(tmp_path, start, end) for start, end in ranges]

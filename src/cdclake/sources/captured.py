@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 import orjson
 import pybase64
 
+from cdclake._native import captured_line
 from cdclake.errors import CdclakeError
 from cdclake.model import Origin, RawMessage
 from cdclake.sources.ranges import OffsetRange, PartitionExtent
@@ -304,23 +305,45 @@ def _read_segment(segment: Path, bounds: tuple[int, int | None], topic: str, par
                   end: int | None) -> Iterator[RawMessage]:
     """The segment's records in the range; ``bounds``: its base offset and the next segment's, if any.
     A record outside the range is only placed, its offset read and its order checked: the range that holds
-    it checks the rest (a range reads its segments to their ends, mostly records of other ranges)."""
+    it checks the rest (a range reads its segments to their ends, mostly records of other ranges).
+
+    Each line goes to the compiled reader first (``native/src/captured.rs``), which reads the usual
+    shape of line and leaves any other (unusual base64, anything wrong) to the checks here."""
     previous = None
+    until = _MAX_OFFSET + 1 if end is None else end
     with segment.open("rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line or line.isspace():  # as not line.strip(), without copying the line
                 continue
-            where = f"{segment}:{number}"
-            record = _record(line, where)
-            offset = _offset(record, where)
-            _check_order(offset, previous, bounds, where)
+            read = captured_line(line, start, until)
+            if read is None:
+                where = f"{segment}:{number}"
+                record = _record(line, where)
+                offset = _offset(record, where)
+                _check_order(offset, previous, bounds, segment, number)
+                previous = offset
+                if start <= offset < until:
+                    yield _message(_checked(record, where), Origin(topic=topic, partition=partition, offset=offset),
+                                   where)
+                continue
+            offset, fields = read
+            _check_order(offset, previous, bounds, segment, number)
             previous = offset
-            if offset >= start and (end is None or offset < end):
-                yield _message(_checked(record, where), Origin(topic=topic, partition=partition, offset=offset),
-                               where)
+            if fields is not None:
+                timestamp_ms, key, value, headers = fields
+                yield RawMessage(key, value, Origin(topic=topic, partition=partition, offset=offset), timestamp_ms,
+                                 headers)
 
 
-def _check_order(offset: int, previous: int | None, bounds: tuple[int, int | None], where: str) -> None:
+def _check_order(offset: int, previous: int | None, bounds: tuple[int, int | None], segment: Path,
+                 number: int) -> None:
+    base, next_base = bounds
+    if (previous is None and offset != base) or (previous is not None and offset <= previous) or (
+            next_base is not None and offset >= next_base):
+        _order_error(offset, previous, bounds, f"{segment}:{number}")
+
+
+def _order_error(offset: int, previous: int | None, bounds: tuple[int, int | None], where: str) -> None:
     base, next_base = bounds
     if previous is None and offset != base:
         raise CaptureError(f"{where}: offset {offset} opens a segment named {base}; a segment is named by the "
