@@ -67,7 +67,9 @@ if TYPE_CHECKING:
 # The last line of a Python traceback, as Spark passes a task's on to the driver, for one of cdclake's errors.
 _TASK_ERROR = re.compile(r"^cdclake(?:\.\w+)+Error: (.+)$", re.MULTILINE)
 
-# (name, Spark SQL type) of every field of a change record, in order.
+# (name, Spark SQL type) of every field of a change record, in order. ChangeWriter.add_row and the compiled
+# Canal-JSON reader (native/src/canal.rs) write row records as tuples in this order; tests/formats/
+# test_canal_native.py holds the two to the same records.
 CHANGE_FIELDS: tuple[tuple[str, str], ...] = (
     ("kind", "string"),
     ("topic", "string"),
@@ -212,7 +214,8 @@ class PartitionDecoder(PartitionReading):
     what to carry on.
 
     Events of a ``prime`` message were applied in an earlier batch and are dropped; those of a
-    ``held`` message come out now (they were not complete before).
+    ``held`` message come out now (they were not complete before). A message the format's compiled row
+    reader reads (``native``, :mod:`cdclake.spark.native_rows`) gives its records without the decoder.
     """
 
     def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter,
