@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::message::{Message, Raw, Row, Text};
+use crate::message::{has_surrogate_escape, Message, Raw, Row, Text};
 use crate::texts::Kind;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -147,7 +147,13 @@ impl CanalRows {
         offset: Bound<'py, PyAny>,
         timestamp_ms: Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let Ok(message) = serde_json::from_slice::<Message>(value) else {
+        // Checked whole first: serde skips the fields it does not read without checking their UTF-8
+        // or surrogates, and the decoder refuses a message with either wrong anywhere.
+        if has_surrogate_escape(value) {
+            return Ok(None);
+        }
+        let Ok(Ok(message)) = std::str::from_utf8(value).map(serde_json::from_str::<Message>)
+        else {
             return Ok(None);
         };
         let Some(rows) = RowMessage::of(&message) else {

@@ -10,14 +10,17 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use serde::Deserialize;
 
-use crate::message::Text;
+use crate::message::{has_surrogate_escape, Text};
 
 /// Kafka's offsets are signed 64-bit.
 const MAX_OFFSET: u64 = i64::MAX as u64;
 /// Spark keeps a timestamp as microseconds in 64 bits.
 const MAX_TIMESTAMP_MS: i64 = i64::MAX / 1000;
 
+/// The fields cdclake's writer writes; a line with others goes to Python, whose JSON reader (orjson)
+/// refuses things in them serde's skipping lets through (a number beyond a double, `1e400`).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Line<'a> {
     offset: u64,
     timestamp: Option<i64>,
@@ -46,7 +49,11 @@ pub fn captured_line<'py>(
     start: u64,
     end: u64,
 ) -> Option<(u64, Option<Fields<'py>>)> {
-    let read: Line = serde_json::from_slice(line).ok()?;
+    // Checked whole first: serde skips the fields it does not read without checking their UTF-8 or surrogates.
+    if has_surrogate_escape(line) {
+        return None;
+    }
+    let read: Line = serde_json::from_str(std::str::from_utf8(line).ok()?).ok()?;
     if read.offset > MAX_OFFSET {
         return None;
     }

@@ -10,6 +10,18 @@ use std::fmt;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
+/// Whether `json` may hold a `\uD800`-`\uDFFF` escape. serde checks surrogates only in the strings it
+/// reads, not in those it skips, and the Python readers refuse a lone one anywhere: such text is left
+/// to them (a pair too, and the text `\\ud800`, which is no escape: rare, and Python reads them alike).
+pub fn has_surrogate_escape(json: &[u8]) -> bool {
+    json.windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && (w[2] | 0x20) == b'd'
+            && matches!(w[3] | 0x20, b'8' | b'9' | b'a'..=b'f')
+    })
+}
+
 /// A JSON string, borrowed from the message where it has no escapes.
 pub struct Text<'a>(pub Cow<'a, str>);
 

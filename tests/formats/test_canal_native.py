@@ -133,6 +133,9 @@ def test_messages_the_reader_leaves_to_the_decoder() -> None:
         _row("TIDB_WATERMARK", types, row),
         orjson.dumps(_row("INSERT", types, row)) + b"\n" + orjson.dumps(_row("INSERT", types, row)),
         orjson.dumps(_row("INSERT", types, row)).replace(b'"x"', b'"\xff"'),
+        # Not UTF-8, or a lone surrogate, in a field the reader skips: the decoder refuses the message.
+        orjson.dumps(_row("INSERT", types, row)).replace(b'"sql":""', b'"sql":"\xf5"'),
+        orjson.dumps(_row("INSERT", types, row)).replace(b'"sql":""', b'"sql":"\\ud800"'),
         b"[1]",
         b"{",
     ]
