@@ -20,6 +20,7 @@ from cdclake.spark.changes import ChangeWriter, PartitionDecoder
 from cdclake.spark.native_rows import native_reader
 from cdclake.workload import Workload, WorkloadSpec, messages
 from tests.formats.test_canal_json_fast_path import VALUES, ZONES
+from tests.fuzzing import MUTATIONS, mutate
 
 CODEC = get_codec("canal-json")
 
@@ -142,6 +143,19 @@ def test_messages_the_reader_leaves_to_the_decoder() -> None:
     assert _read_all(BothWays(enable_tidb_extension=True, on_handle_key_only="dead-letter"), leave) == 0
 
 
+def test_mutants_of_a_stream_read_alike() -> None:
+    """Every kind of the fuzzers' mutation of real messages (tests/fuzzing.py): what the decoder refuses
+    is an error record both ways, what it reads the same records."""
+    rng = random.Random(5)
+    options = {"enable-tidb-extension": "true"}
+    stream = list(messages(Workload(WorkloadSpec(seed=2, tables=10, transactions=60)), "canal-json", options))
+    way = BothWays(**options)
+    for offset in range(3000):
+        seed = rng.choice(stream)
+        way.read(_message(mutate(seed.value, rng, MUTATIONS[offset % len(MUTATIONS)]), offset))
+    assert way.check() > 300  # the mutants it reads itself: those of the bytes it reads or skips alike
+
+
 def test_images_keys_and_partial_rows() -> None:
     """Several rows, a table without a key, a key the image lacks, a row missing a column, JSON escapes."""
     types = {"id": "int", "c": "varchar(10)", "d": "datetime"}
@@ -200,3 +214,10 @@ def test_any_texts_of_any_types(types: list[str], rows: list[list[Any]], op: str
     data = [{name: values[i] for i, name in enumerate(mysql_type)} for values in rows]
     old = [{name: values[-1 - i] for i, name in enumerate(mysql_type)} for values in rows]
     _read_all(BothWays(tz=tz), [_row(op, mysql_type, data, old, pkNames=["c0"])])
+
+
+def test_the_reader_takes_options_as_the_decoder_does() -> None:
+    """By their upstream names, resolved or not; a compressed stream's values go to the decoder."""
+    assert native_reader(CODEC, {"enable-tidb-extension": True}) is not None
+    assert native_reader(CODEC, {"large-message-handle-compression": "lz4"}) is None
+    assert native_reader(get_codec("open"), {}) is None

@@ -45,8 +45,9 @@ ColumnPlan = tuple[str, int, int, Callable[[str], Any]]
 
 
 def native_reader(codec: Codec, options: Mapping[str, Any]) -> RowRecordReader | None:
-    """``codec``'s compiled row reader for the resolved ``options``, or None where it has none."""
-    native = codec.native_rows(options)
+    """``codec``'s compiled row reader for ``options`` (resolved here, as the decoder resolves them), or
+    None where it has none."""
+    native = codec.native_rows(codec.resolve(options))
     return None if native is None else native.reader(functools.partial(plan_columns, native))
 
 
