@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SHORT_LIVED_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"}
+from cdclake.spark.session import SHORT_LIVED_JAVA_OPTIONS
+
+SHORT_LIVED_JVM = {"JAVA_TOOL_OPTIONS": SHORT_LIVED_JAVA_OPTIONS}
 
 
 def short_lived_jvm(environment: Mapping[str, str]) -> dict[str, str]:

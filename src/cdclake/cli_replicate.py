@@ -344,7 +344,8 @@ def demo(
         console.print(line)
     with ExitStack() as stack:
         source = _demo_source(stream, directory, kafka or bootstrap_servers is not None, bootstrap_servers, stack)
-        spark = cli_session(master, verbose, warehouse=directory / "warehouse")
+        # The demo's few small batches are over before HotSpot's optimizing compiler pays back its CPU.
+        spark = cli_session(master, verbose, warehouse=directory / "warehouse", short_lived=True)
         stack.callback(spark.stop)
         config = _demo_config(format_name, stream.codec_options, max(1000, len(stream) // 3), sink,
                               HistorySettings((ALL_TABLES,) if history else ()))

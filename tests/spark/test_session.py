@@ -13,7 +13,13 @@ import pytest
 from cdclake.errors import OptionError
 from cdclake.sinks.iceberg.commit import with_commit_properties
 from cdclake.spark.jars import ICEBERG_VERSION, LOCAL_FILE_SYSTEM_CLASS, coordinates, jar_settings
-from cdclake.spark.session import build_session, iceberg_conf, session_settings
+from cdclake.spark.session import (
+    SHORT_LIVED_JAVA_OPTIONS,
+    build_session,
+    iceberg_conf,
+    session_settings,
+    short_lived_settings,
+)
 from tests.catalogs import POSTGRES_DRIVER
 
 
@@ -83,6 +89,14 @@ def test_local_workers_import_the_installed_pyspark_and_no_zip(spark: Any) -> No
 def test_a_warehouse_uri_stays_a_uri() -> None:
     assert iceberg_conf("lake", "s3a://bucket/lake")["spark.sql.catalog.lake.warehouse"] == "s3a://bucket/lake"
     assert iceberg_conf("lake", "rel/dir")["spark.sql.catalog.lake.warehouse"] == str(Path("rel/dir").absolute())
+
+
+def test_a_short_lived_driver_compiles_with_c1_beside_the_options_it_has_unless_the_caller_set_them() -> None:
+    key, logging = "spark.driver.extraJavaOptions", "-Dlog4j2.configurationFile=file:/tmp/x"
+    assert short_lived_settings({key: logging}, {})[key] == f"{logging} {SHORT_LIVED_JAVA_OPTIONS}"
+    assert short_lived_settings({"spark.ui.enabled": "false"}, {})[key] == SHORT_LIVED_JAVA_OPTIONS
+    assert "-XX:TieredStopAtLevel=1" in SHORT_LIVED_JAVA_OPTIONS
+    assert short_lived_settings({key: "-Xss4m"}, {key: "-Xss4m"})[key] == "-Xss4m"
 
 
 def test_merge_commit_carries_properties(spark: Any) -> None:

@@ -65,8 +65,13 @@ from cdclake.types import MySQLType
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# A batch of at most this many records runs its queries without Spark's adaptive execution (_apply_batch).
+# A batch of at most this many records runs its queries with SMALL_BATCH_SETTINGS (_apply_batch).
 SMALL_BATCH_RECORDS = 10_000
+# A small batch's queries run without Spark's adaptive execution, which runs each shuffle stage as a job
+# of its own, its query planned again after each (without it a small batch took ~9 % less CPU), and with
+# one shuffle partition: a few thousand changes need no more, and each task costs the same whatever it
+# holds (~14 % less wall time a batch, measured side by side; BENCHMARKS.md, "fixed cost").
+SMALL_BATCH_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
 class Replicator:
@@ -245,14 +250,10 @@ class Replicator:
         # The pending changes too: each use of the batch's changes would read them from the sink again (the
         # Iceberg state table's scan planned anew; a database sink's rows, made by a Python worker).
         pending = pending.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-        # A small batch's queries run without Spark's adaptive execution, whose one use for a few thousand
-        # changes, fewer shuffle partitions, the MERGEs get anyway (_shuffle_share), and which runs each
-        # shuffle stage as a job of its own, its query planned again after each: without it a small batch
-        # took ~9 % less CPU (BENCHMARKS.md, "fixed cost").
         report.records = sum(r.size for r in ranges)
         small = report.records <= SMALL_BATCH_RECORDS
         try:
-            with session_settings(self.spark, {"spark.sql.adaptive.enabled": "false"} if small else {}):
+            with session_settings(self.spark, SMALL_BATCH_SETTINGS if small else {}):
                 self._apply_cached(state, pending, cached, ranges, extents, batch, recovering, apply_all, report,
                                    reread)
         finally:

@@ -38,6 +38,23 @@ appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
 """
 
+# A JVM that lives a minute or two compiles with HotSpot's quick compiler (C1) alone: the optimizing
+# compiler's threads take much of two cores for code such a run ends before it gains from (the demo's
+# replication, runs side by side on 2026-11-28: 39.8 and 40.4 s with both, 29.2 and 34.1 s with C1 alone).
+# C1 alone gets a code cache for one compiler, 48 MiB, which a run of many batches fills with Spark's
+# generated code ("CodeCache is full. Compiler has been disabled.", then a failure to link a method handle
+# that stopped the SparkContext): the tiered default, 240 MiB, is given back.
+SHORT_LIVED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+
+
+
+def short_lived_settings(settings: Mapping[str, str], given: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` with :data:`SHORT_LIVED_JAVA_OPTIONS` added to the driver JVM's options, unless the
+    caller's own ``given`` settings name those options (theirs are what they asked for)."""
+    key = "spark.driver.extraJavaOptions"
+    if key in given:
+        return dict(settings)
+    return {**settings, key: f"{settings.get(key, '')} {SHORT_LIVED_JAVA_OPTIONS}".strip()}
 
 def new_log_file() -> Path:
     """A new file for one run's Spark log, under the temporary directory's ``cdclake-logs``."""
@@ -113,6 +130,7 @@ def build_session(
     conf: Mapping[str, str] | None = None,
     log_file: Path | None = None,
     extra_jars: Sequence[str] = (),
+    short_lived: bool = False,
 ) -> SparkSession:
     """The active Spark session, or a new one with an Iceberg catalog; ``conf`` overrides any setting,
     so any other Spark catalog (REST, JDBC, Hive, Glue) is a matter of configuration.
@@ -130,7 +148,9 @@ def build_session(
     (:func:`~cdclake.spark.jars.local_file_system_settings`) unless ``conf`` sets a class path or
     ``spark.hadoop.fs.file.impl`` itself. These take effect only in a process that has not started
     Spark's JVM yet. With ``log_file`` (see :func:`new_log_file`) a new JVM's log and its stderr go to
-    that file, and no progress bars are drawn: the terminal keeps what the caller prints.
+    that file, and no progress bars are drawn: the terminal keeps what the caller prints. A
+    ``short_lived`` local session (a few small batches, as the demo's) runs its JVM with
+    :data:`SHORT_LIVED_JAVA_OPTIONS`.
     """
     given = dict(conf or {})
     own_jars = [key for key in _JAR_SETTINGS if key in given]
@@ -177,6 +197,8 @@ def build_session(
         **(_logging_into(log_file) if log_file is not None else {}),
         **given,
     }
+    if short_lived and local:
+        settings = short_lived_settings(settings, given)
     log.info("Spark %s with %s", pyspark.__version__, {k: settings[k] for k in _JAR_SETTINGS if k in settings})
     builder = SparkSession.builder.appName(app_name)
     if master is not None:

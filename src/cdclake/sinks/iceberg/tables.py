@@ -13,7 +13,7 @@ already committed; DDL steps are idempotent by themselves (they look at the tabl
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -95,20 +95,26 @@ def typed_source(net: DataFrame, schema: TableSchema, whole_images: bool = False
 
     The table's columns are fields of ``_row``, never columns beside the job's own: a table may have a
     column named ``_op`` or ``_absent`` (any name MySQL allows), and it must not shadow them."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
-
+    # Each expression as SQL text, two projections in all: built column by column, each column cost the
+    # driver a few Py4J calls (and a parse), and ten tables' MERGEs a batch made thousands of them.
+    kept = [quote(name) for name in carried]
+    options = ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in IMAGE_JSON_OPTIONS.items())
     if whole_images:
         # Parsed straight into the table's fields: cheaper than building a map of every image.
-        fields = StructType([StructField(c.name, StringType()) for c in schema.columns])
-        parsed = net.withColumn("_s", F.from_json("_image", fields, IMAGE_JSON_OPTIONS))
-        row = F.struct(*(F.expr(lake_cast(f"_s.{quote(c.name)}", c.type)).alias(c.name) for c in schema.columns))
-        return parsed.select(F.col("_op"), row.alias(ROW))
-    parsed = net.withColumn("_m", F.from_json("_image", "map<string,string>", IMAGE_JSON_OPTIONS))
-    row = F.struct(*(F.expr(lake_cast(f"_m[{sql_string(c.name)}]", c.type)).alias(c.name) for c in schema.columns))
+        fields = sql_string(f"struct<{', '.join(f'{quote(c.name)}: string' for c in schema.columns)}>")
+        parsed = net.selectExpr("_op", *kept, f"from_json(_image, {fields}, map({options})) AS _s")
+        row = _named_struct((c.name, lake_cast(f"_s.{quote(c.name)}", c.type)) for c in schema.columns)
+        return parsed.selectExpr("_op", *kept, f"{row} AS {ROW}")
+    parsed = net.selectExpr("_op", *kept, f"from_json(_image, 'map<string,string>', map({options})) AS _m")
+    row = _named_struct((c.name, lake_cast(f"_m[{sql_string(c.name)}]", c.type)) for c in schema.columns)
     names = ", ".join(sql_string(c.name) for c in schema.columns)
-    absent = F.expr(f"filter(array({names}), x -> NOT map_contains_key(_m, x))").alias("_absent")
-    return parsed.select(F.col("_op"), *carried, absent, row.alias(ROW))
+    absent = f"filter(array({names}), x -> NOT map_contains_key(_m, x)) AS _absent"
+    return parsed.selectExpr("_op", *kept, absent, f"{row} AS {ROW}")
+
+
+def _named_struct(fields: Iterable[tuple[str, str]]) -> str:
+    """A struct of (name, SQL expression) ``fields`` in SQL."""
+    return f"named_struct({', '.join(f'{sql_string(name)}, {value}' for name, value in fields)})"
 
 
 @dataclass(frozen=True)
