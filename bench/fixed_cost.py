@@ -12,6 +12,12 @@ jobs it ran. Run from the repository root::
 
     python3 bench/fixed_cost.py             # prints and writes BENCHMARKS.md
     python3 bench/fixed_cost.py --no-write
+    python3 bench/fixed_cost.py --side-by-side spark.sql.codegen.wholeStage=false
+
+``--side-by-side KEY=VALUE`` (repeatable) compares Spark settings instead, on a machine whose speed moves
+between runs: the stream is replicated twice in one session, into two namespaces, the two replicators'
+steps interleaved (A first, then B first, and so on), B's steps with the settings (a small batch's own,
+``SMALL_BATCH_SETTINGS``, still win inside it); it prints both replicators' batches and writes nothing.
 
 A benchmark, not a test: nothing here asserts on time.
 """
@@ -32,7 +38,7 @@ from _stream import Prefix, cache_root, prepared_stream
 from benchmarks_md import command_line, load_average, machine, publish, tree_cpu_seconds
 
 from cdclake.spark.replicate import ReplicateConfig, Replicator
-from cdclake.spark.session import build_session, new_log_file
+from cdclake.spark.session import build_session, new_log_file, session_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION_START = "<!-- bench/fixed_cost.py: start -->"
@@ -73,6 +79,43 @@ def run(events: int, max_batch_records: int) -> tuple[list[dict[str, Any]], str]
     return batches, workload
 
 
+def side_by_side(events: int, max_batch_records: int, settings: dict[str, str]) -> None:
+    """Batches of one replicator as the session is (A) and one with ``settings`` (B), steps interleaved."""
+    stream = prepared_stream("canal-json", events, cache_root())
+    warehouse = Path(tempfile.mkdtemp(prefix="cdclake-fixed-"))
+    spark = build_session(warehouse=warehouse, log_file=new_log_file())
+
+    def config(name: str) -> ReplicateConfig:
+        return ReplicateConfig("canal-json", OPTIONS, namespace=f"{name}_cdclake",
+                               target_namespace=f"{name}_{{database}}", max_batch_records=max_batch_records)
+
+    variants = {"A": {}, "B": settings}
+    try:
+        for name, variant in variants.items():
+            with session_settings(spark, variant):
+                Replicator(spark, Prefix(stream.source, 300), config(f"warm_{name}")).run(once=True)
+        replicators = {name: Replicator(spark, stream.source, config(f"run_{name}")) for name in variants}
+        timed: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        order, finished = list(variants), False
+        while not finished:
+            for name in order:
+                with session_settings(spark, variants[name]):
+                    cpu = tree_cpu_seconds()
+                    report = replicators[name].step(finishing=True)
+                if report is None:
+                    finished = True
+                    break
+                timed[name].append((report.seconds, tree_cpu_seconds() - cpu))
+            order.reverse()
+    finally:
+        spark.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
+    for name, batches in timed.items():
+        print(f"{name} {variants[name] or '(the session as it is)'}: batches {[round(s, 1) for s, _ in batches]} s, "
+              f"median {statistics.median(s for s, _ in batches):.2f} s, all {sum(s for s, _ in batches):.1f} s, "
+              f"median CPU {statistics.median(c for _, c in batches):.2f} s")
+
+
 def section(command: str, batches: list[dict[str, Any]], workload: str, loads: tuple[str, str]) -> str:
     rows = "\n".join(f"| {b['batch']} | {b['records']:,} | {b['changes']:,} | {b['tables']} | {b['seconds']:.1f} | "
                      f"{b['cpu']:.1f} | {b['jobs']} |" for b in batches)
@@ -102,7 +145,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=6000, help="row events of the stream, about (default 6000)")
     parser.add_argument("--max-batch-records", type=int, default=1100, help="records per batch (default 1100)")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--side-by-side", action="append", default=[], metavar="KEY=VALUE",
+                        help="compare the session with these Spark settings, steps interleaved (repeatable)")
     args = parser.parse_args(argv)
+    if args.side_by_side:
+        side_by_side(args.events, args.max_batch_records, dict(s.split("=", 1) for s in args.side_by_side))
+        return
     start_load = load_average()
     batches, workload = run(args.events, args.max_batch_records)
     text = section(command_line("fixed_cost.py", argv), batches, workload, (start_load, load_average()))
