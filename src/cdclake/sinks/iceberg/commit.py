@@ -36,20 +36,23 @@ class _JavaCallable:
 
 def with_commit_properties(spark: SparkSession, properties: Mapping[str, str], statement: Callable[[], Any]) -> None:
     """Run ``statement`` (which issues one SQL write) so its Iceberg commit carries ``properties``."""
+    from py4j.java_gateway import JavaClass
     from pyspark.java_gateway import ensure_callback_server_started
 
-    context = spark.sparkContext
-    gateway = context._gateway
-    assert gateway is not None and context._jvm is not None
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
     ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
-    jvm = context._jvm
-    java_properties = jvm.java.util.HashMap()
+    # Classes named whole: a dotted path through the JVM view (jvm.org.apache...) costs a round trip per
+    # part, each a class lookup that misses and searches every jar on the class path.
+    client = gateway._gateway_client
+    java_properties = JavaClass("java.util.HashMap", client)()
     for key, value in properties.items():
         java_properties.put(key, value)
     callable_ = _JavaCallable(statement)
-    exception_class = jvm.java.lang.Class.forName("java.lang.Exception")
+    exception_class = JavaClass("java.lang.Class", client).forName("java.lang.Exception")
+    commit_metadata = JavaClass("org.apache.iceberg.spark.CommitMetadata", client)
     try:
-        jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(java_properties, callable_, exception_class)
+        commit_metadata.withCommitProperties(java_properties, callable_, exception_class)
     except Exception:
         if callable_.error is not None:
             raise callable_.error from None
