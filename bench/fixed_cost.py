@@ -25,11 +25,12 @@ A benchmark, not a test: nothing here asserts on time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import shutil
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,22 +48,34 @@ TARGET_S = 5.0
 OPTIONS = FORMAT_OPTIONS["canal-json"]
 
 
-def run(events: int, max_batch_records: int) -> tuple[list[dict[str, Any]], str]:
-    stream = prepared_stream("canal-json", events, cache_root())
+def _config(name: str, max_batch_records: int) -> ReplicateConfig:
+    """A job of its own namespaces, ``name``'s."""
+    return ReplicateConfig("canal-json", OPTIONS, namespace=f"{name}_cdclake", target_namespace=f"{name}_{{database}}",
+                           max_batch_records=max_batch_records)
+
+
+@contextlib.contextmanager
+def _scratch_session() -> Iterator[Any]:
+    """A session over a warehouse of its own, stopped and deleted after."""
     warehouse = Path(tempfile.mkdtemp(prefix="cdclake-fixed-"))
     spark = build_session(warehouse=warehouse, log_file=new_log_file())
-    tracker = spark.sparkContext.statusTracker()
-
-    def config(name: str) -> ReplicateConfig:
-        return ReplicateConfig("canal-json", OPTIONS, namespace=f"{name}_cdclake",
-                               target_namespace=f"{name}_{{database}}", max_batch_records=max_batch_records)
-
-    def newest_job() -> int:
-        return max(tracker.getJobIdsForGroup(None) or [0])
-
     try:
-        Replicator(spark, Prefix(stream.source, 300), config("warm")).run(once=True)
-        replicator = Replicator(spark, stream.source, config("run"))
+        yield spark
+    finally:
+        spark.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
+
+
+def run(events: int, max_batch_records: int) -> tuple[list[dict[str, Any]], str]:
+    stream = prepared_stream("canal-json", events, cache_root())
+    with _scratch_session() as spark:
+        tracker = spark.sparkContext.statusTracker()
+
+        def newest_job() -> int:
+            return max(tracker.getJobIdsForGroup(None) or [0])
+
+        Replicator(spark, Prefix(stream.source, 300), _config("warm", max_batch_records)).run(once=True)
+        replicator = Replicator(spark, stream.source, _config("run", max_batch_records))
         batches = []
         while True:
             jobs, cpu = newest_job(), tree_cpu_seconds()
@@ -72,29 +85,20 @@ def run(events: int, max_batch_records: int) -> tuple[list[dict[str, Any]], str]
             batches.append({"batch": report.batch, "records": report.records, "changes": report.changes_applied,
                             "tables": len(report.tables), "seconds": report.seconds,
                             "cpu": tree_cpu_seconds() - cpu, "jobs": newest_job() - jobs})
-        workload = (f"`{stream.spec}` as `canal-json` {OPTIONS}: {stream.messages:,} messages on eight partitions")
-    finally:
-        spark.stop()
-        shutil.rmtree(warehouse, ignore_errors=True)
+    workload = (f"`{stream.spec}` as `canal-json` {OPTIONS}: {stream.messages:,} messages on eight partitions")
     return batches, workload
 
 
 def side_by_side(events: int, max_batch_records: int, settings: dict[str, str]) -> None:
     """Batches of one replicator as the session is (A) and one with ``settings`` (B), steps interleaved."""
     stream = prepared_stream("canal-json", events, cache_root())
-    warehouse = Path(tempfile.mkdtemp(prefix="cdclake-fixed-"))
-    spark = build_session(warehouse=warehouse, log_file=new_log_file())
-
-    def config(name: str) -> ReplicateConfig:
-        return ReplicateConfig("canal-json", OPTIONS, namespace=f"{name}_cdclake",
-                               target_namespace=f"{name}_{{database}}", max_batch_records=max_batch_records)
-
     variants = {"A": {}, "B": settings}
-    try:
+    with _scratch_session() as spark:
         for name, variant in variants.items():
             with session_settings(spark, variant):
-                Replicator(spark, Prefix(stream.source, 300), config(f"warm_{name}")).run(once=True)
-        replicators = {name: Replicator(spark, stream.source, config(f"run_{name}")) for name in variants}
+                Replicator(spark, Prefix(stream.source, 300), _config(f"warm_{name}", max_batch_records)).run(once=True)
+        replicators = {name: Replicator(spark, stream.source, _config(f"run_{name}", max_batch_records))
+                       for name in variants}
         timed: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
         order, finished = list(variants), False
         while not finished:
@@ -107,9 +111,6 @@ def side_by_side(events: int, max_batch_records: int, settings: dict[str, str]) 
                     break
                 timed[name].append((report.seconds, tree_cpu_seconds() - cpu))
             order.reverse()
-    finally:
-        spark.stop()
-        shutil.rmtree(warehouse, ignore_errors=True)
     for name, batches in timed.items():
         print(f"{name} {variants[name] or '(the session as it is)'}: batches {[round(s, 1) for s, _ in batches]} s, "
               f"median {statistics.median(s for s, _ in batches):.2f} s, all {sum(s for s, _ in batches):.1f} s, "

@@ -47,7 +47,6 @@ appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
 SHORT_LIVED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
-
 def short_lived_settings(settings: Mapping[str, str], given: Mapping[str, str]) -> dict[str, str]:
     """``settings`` with :data:`SHORT_LIVED_JAVA_OPTIONS` added to the driver JVM's options, unless the
     caller's own ``given`` settings name those options (theirs are what they asked for)."""
@@ -55,6 +54,7 @@ def short_lived_settings(settings: Mapping[str, str], given: Mapping[str, str]) 
     if key in given:
         return dict(settings)
     return {**settings, key: f"{settings.get(key, '')} {SHORT_LIVED_JAVA_OPTIONS}".strip()}
+
 
 def new_log_file() -> Path:
     """A new file for one run's Spark log, under the temporary directory's ``cdclake-logs``."""
