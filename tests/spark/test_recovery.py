@@ -37,16 +37,8 @@ def test_a_batch_run_again_finds_its_steps_in_tables_it_made(spark: Any, tmp_pat
     find each table's steps under the table it made, not apply them again as a new table's."""
     workload = Workload(WorkloadSpec(seed=23, transactions=30, rename_table=True))
     stream = produce(workload, "canal-json", OPTIONS, duplicates=2)
-    write(tmp_path, stream.topic, stream.partitions)
     job = Job("recovery", "canal-json", OPTIONS)  # one batch
-    crashing = Replicator(spark, CapturedTopics(tmp_path), job.config())
-
-    def crash(*_: Any) -> None:
-        raise Crash
-
-    monkeypatch.setattr(crashing.sink, "commit", crash)
-    with pytest.raises(Crash):
-        crashing.step()
+    _crash_at(spark, monkeypatch, stream, tmp_path, job, "commit")
     stored = {table: _steps(spark, table) for table in _mirrors(spark, job)}
     assert stored
 
@@ -55,6 +47,42 @@ def test_a_batch_run_again_finds_its_steps_in_tables_it_made(spark: Any, tmp_pat
     again = {table: steps for table in _mirrors(spark, job) if (steps := _steps(spark, table)) != stored.get(table)}
     assert again == {}, "the run again stored steps the crashed run had stored (or lost some)"
     assert lake_differences(spark, job, workload.oracle().carried("canal-json", stream.codec_options).tables) == []
+
+
+def test_a_batch_run_again_before_it_wrote_anything_applies_a_renamed_tables_rows_under_its_new_name(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One batch renames a table and then changes rows under its new name; the run stops before it writes
+    anything. Run again, the rename's copy carries the steps the table stored under its old name in this
+    batch, and the rows under the new name must be numbered after them, not taken for stored already.
+
+    (Before 2026-11-28 each table's work numbered its steps from 1: the re-run skipped the renamed
+    table's rows, and its mirror lacked them.)"""
+    workload = Workload(WorkloadSpec(seed=11, transactions=40, rename_table=True, tables=3))
+    stream = produce(workload, "canal-json", OPTIONS)
+    job = Job("recovery_rename", "canal-json", OPTIONS)  # one batch
+    _crash_at(spark, monkeypatch, stream, tmp_path, job, "append_changelog")
+    assert _mirrors(spark, job) == [], "the crashed run wrote a table"
+
+    Replicator(spark, CapturedTopics(tmp_path), job.config()).run(once=True)
+
+    expected = workload.oracle().carried("canal-json", stream.codec_options).tables
+    assert any(table.endswith("_renamed") for _, table in expected), "the workload must rename a table"
+    assert lake_differences(spark, job, expected) == []
+
+
+def _crash_at(spark: Any, monkeypatch: pytest.MonkeyPatch, stream: Any, captured: Path, job: Job,
+              sink_method: str) -> None:
+    """``stream`` captured under ``captured``, and the job's first batch run until it calls the sink's
+    ``sink_method``, where the process dies."""
+    write(captured, stream.topic, stream.partitions)
+    crashing = Replicator(spark, CapturedTopics(captured), job.config())
+
+    def crash(*_: Any) -> None:
+        raise Crash
+
+    monkeypatch.setattr(crashing.sink, sink_method, crash)
+    with pytest.raises(Crash):
+        crashing.step()
 
 
 def _mirrors(spark: Any, job: Job) -> list[str]:

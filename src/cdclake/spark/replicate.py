@@ -347,15 +347,21 @@ class Replicator:
                       batch: int, recovering: bool, resolved: int | None, report: BatchReport) -> None:
         lock = threading.Lock()
 
-        def one(table_work: TableWork) -> None:
-            touched = self._apply_table(state, table_work, net, batch, recovering, resolved, lock)
+        def one(table_work: TableWork, steps_before: int) -> int:
+            touched, steps = self._apply_table(state, table_work, net, batch, recovering, resolved, lock,
+                                               steps_before)
             with lock:
                 report.tables.update(touched)
             self._progress.table_done(".".join(table_work.key))
+            return steps
 
         def lane(table_works: list[TableWork]) -> None:
+            # One count of steps for the lane: a table renamed in the batch carries the steps it stored under
+            # its old name (the copy's commit says so), and its work under the new name must number its
+            # steps after those, or a re-run of the batch takes them for stored already and skips them.
+            steps = 0
             for table_work in table_works:
-                one(table_work)
+                steps = one(table_work, steps)
 
         lanes = apply_lanes(work)
         parallel = min(self.config.parallel_tables, len(lanes))
@@ -373,10 +379,11 @@ class Replicator:
         assert before is not None, "a SQL setting has its default when unset"
         return session_settings(self.spark, {key: str(max(1, int(before) // max(1, concurrent)))})
 
-    def _apply_table(self, state: JobState, work: TableWork, net: DataFrame, batch: int,
-                     recovering: bool, resolved: int | None, lock: threading.Lock) -> dict[str, int]:
-        """One table's segments and DDLs in order, each write a step the sink stores with its rows: a
-        re-run of the batch skips the steps the table holds (``done``)."""
+    def _apply_table(self, state: JobState, work: TableWork, net: DataFrame, batch: int, recovering: bool,
+                     resolved: int | None, lock: threading.Lock, steps_before: int) -> tuple[dict[str, int], int]:
+        """One table's segments and DDLs in order, each write a step the sink stores with its rows,
+        numbered after ``steps_before``: a re-run of the batch skips the steps the table holds (``done``).
+        The rows written per table, and the batch's steps then."""
         from pyspark.sql import functions as F
 
         key = work.key
@@ -386,7 +393,7 @@ class Replicator:
         if known is None and work.bootstrap is not None:
             known = self._create(key, work.bootstrap)
         done = self._steps_done(work, known) if recovering else (0, 0)
-        step = 0
+        step = steps_before
         touched: dict[str, int] = {}
         table_net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
         for index in range(len(work.ddls) + 1):
@@ -409,7 +416,7 @@ class Replicator:
             touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
         with lock:
             _register(state, work.key, known, resolved)
-        return touched
+        return touched, step
 
     def _steps_done(self, work: TableWork, known: TableState | None) -> tuple[int, int]:
         """The newest step a crashed run of this batch stored for the table, under any name the table goes
