@@ -50,7 +50,8 @@ class Pace:
 
 
 class PaceTracker:
-    """Each partition's pace, learned from the offsets and marks a job reaches batch after batch.
+    """Each partition's pace, learned from the offsets and marks a job reaches batch after batch, and
+    the first mark each batch reads: a partition has a pace once one batch read two of its marks.
 
     It lives with the job, not in its state: a restarted job plans one batch without it, which costs
     only that batch's alignment, never correctness."""

@@ -50,6 +50,9 @@ class Facts:
         default_factory=dict)
     errors: list[str] = field(default_factory=list)
     sequences: dict[tuple[str, int], int] = field(default_factory=dict)  # the newest read, per partition
+    # The offset and mark (watermark, or change sequence without watermarks) of the first mark each
+    # partition's records carry: with where the batch ended, a partition's pace after its first batch.
+    first_marks: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
     tables: set[tuple[str, str]] = field(default_factory=set)  # named by a row
     rows: int = 0  # row changes decoded
     ddls: list[Any] = field(default_factory=list)  # the DDL records: coordinates and event
@@ -74,9 +77,12 @@ class Facts:
             F.when(F.col("kind") == "carry", F.col("raw_key")).alias("raw_key"),
             F.when(F.col("kind") == "carry", F.col("raw_value")).alias("raw_value"))
         if sequences:
+            sequence = F.col("sequence").cast("decimal(38,0)")
             newest = (decoded.filter("kind IN ('row', 'ddl') AND sequence IS NOT NULL").groupBy("topic", "partition")
-                      .agg(F.max(F.col("sequence").cast("decimal(38,0)")).cast("string").alias("sequence"))
-                      .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence"))
+                      .agg(F.max(sequence).cast("string").alias("sequence"),
+                           F.min(F.struct(F.col("offset"), sequence.alias("sequence"))).alias("first"))
+                      .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence", "first.offset",
+                              F.col("first.sequence").cast("string").alias("first_sequence")))
             wanted = wanted.unionByName(newest, allowMissingColumns=True)
         named = (decoded.filter("kind = 'row'").groupBy("database", "table").agg(F.count("*").alias("rows"))
                  .select(F.lit("table").alias("kind"), "database", "table", "rows"))
@@ -89,8 +95,11 @@ class Facts:
             kind, tp = row["kind"], (row["topic"], row["partition"])
             if kind == "sequence":
                 facts.sequences[tp] = int(row["sequence"])
+                facts.first_marks[tp] = (row["offset"], int(row["first_sequence"]))
             elif kind == "watermark":
                 facts.watermarks[tp] = max(facts.watermarks.get(tp, 0), row["commit_ts"])
+                if tp not in facts.first_marks or row["offset"] < facts.first_marks[tp][0]:
+                    facts.first_marks[tp] = (row["offset"], row["commit_ts"])
             elif kind == "heartbeat":
                 facts.heartbeats[tp] = max(facts.heartbeats.get(tp, 0), row["commit_ts"])
             elif kind == "bootstrap":

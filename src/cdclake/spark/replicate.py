@@ -269,6 +269,9 @@ class Replicator:
             facts = Facts.of(cached, sequences=not self.ordering.watermarks,
                              candidates=cached.filter("kind IN ('row', 'ddl')").unionByName(pending))
         self._progress.ordering(facts.rows)
+        for tp, (offset, mark) in facts.first_marks.items():
+            # With where the batch ends (observed as the next batch starts), a pace after one batch.
+            self._paces.observe(tp, offset + 1, mark)
         decoded = refuse_tables(cached, facts, self.naming, self.ordering.wanted)
         killpoints.reached("decoded")
         report.dead_letters = len(facts.errors)
