@@ -11,56 +11,13 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::message::{has_surrogate_escape, Message, Raw, Row, Text};
-use crate::texts::Kind;
+use crate::message::{parse, Message, Raw, Row, Text};
+use crate::rows::{names_json, row_record, Image, MessageParts, Plan, ReadImage};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyList, PyString};
 
 /// Distinct `mysqlType` maps and key column lists kept; a full cache is emptied (as the decoder's).
 const CACHE_SIZE: usize = 4096;
-
-struct Column {
-    kind: Kind,
-    /// The column's lake text of a wire text, through the Python converter (None for a zero date).
-    python_text: Py<PyAny>,
-}
-
-impl Column {
-    /// The lake text of `raw` (inner None: NULL), or None if Python refused it.
-    fn text<'a>(&self, py: Python<'_>, raw: &'a str) -> Option<Option<Cow<'a, str>>> {
-        if let Some(text) = self.kind.text(raw) {
-            return Some(Some(text));
-        }
-        let text = self.python_text.call1(py, (raw,)).ok()?;
-        if text.is_none(py) {
-            return Some(None);
-        }
-        text.extract::<String>(py)
-            .ok()
-            .map(|text| Some(Cow::Owned(text)))
-    }
-}
-
-/// What one `mysqlType` map says: its columns' JSON (the change record's `columns`) and readers.
-struct Plan {
-    columns_json: Py<PyString>,
-    names: Vec<String>,
-    columns: Vec<Column>,
-    index: HashMap<String, usize>,
-}
-
-impl Plan {
-    /// The column called `name`, met at `position` of a row (rows mostly list the columns in order).
-    fn find(&self, position: usize, name: &str) -> Option<usize> {
-        match self.names.get(position) {
-            Some(at) if at == name => Some(position),
-            _ => self.index.get(name).copied(),
-        }
-    }
-}
-
-/// A row image: (column, lake text or NULL) in the message's order.
-type Image<'a> = Vec<(&'a str, Option<Cow<'a, str>>)>;
 
 /// The parts of a row message the records are made of.
 struct RowMessage<'m, 'a> {
@@ -147,13 +104,7 @@ impl CanalRows {
         offset: Bound<'py, PyAny>,
         timestamp_ms: Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        // Checked whole first: serde skips the fields it does not read without checking their UTF-8
-        // or surrogates, and the decoder refuses a message with either wrong anywhere.
-        if has_surrogate_escape(value) {
-            return Ok(None);
-        }
-        let Ok(Ok(message)) = std::str::from_utf8(value).map(serde_json::from_str::<Message>)
-        else {
+        let Some(message) = parse::<Message>(value) else {
             return Ok(None);
         };
         let Some(rows) = RowMessage::of(&message) else {
@@ -165,70 +116,31 @@ impl CanalRows {
         let Some(images) = images(py, &plan, &rows) else {
             return Ok(None);
         };
-        let key_columns = self.key_columns_json(py, rows.table, &rows.key_columns);
-        let none = py.None().into_bound(py);
-        let (database, table) = (
-            PyString::new(py, rows.database),
-            PyString::new(py, rows.table),
-        );
+        let parts = MessageParts {
+            topic,
+            partition,
+            offset,
+            timestamp_ms,
+            op: rows.op,
+            database: PyString::new(py, rows.database),
+            table: PyString::new(py, rows.table),
+            commit_ts: rows.commit_ts,
+            key_columns_json: self
+                .key_columns_json(py, rows.table, &rows.key_columns)
+                .into_bound(py),
+            columns_json: plan.columns_json.bind(py).clone(),
+        };
         let records = PyList::empty(py);
         for (index, (before, after)) in images.iter().enumerate() {
-            let image = after
-                .as_ref()
-                .or(before.as_ref())
-                .expect("a row has an image");
-            let key = key_json(&image.texts, &rows.key_columns);
-            let old_key = match (before, after) {
-                (Some(before), Some(_)) => {
-                    Some(key_json(&before.texts, &rows.key_columns)).filter(|old| *old != key)
-                }
-                _ => None,
-            };
-            let partial = after
-                .as_ref()
-                .is_some_and(|after| after.known < plan.columns.len());
-            let fields: [Bound<'py, PyAny>; 21] = [
-                PyString::intern(py, "row").into_any(),
-                topic.clone(),
-                partition.clone(),
-                offset.clone(),
-                index.into_pyobject(py)?.into_any(),
-                PyString::intern(py, rows.op).into_any(),
-                database.clone().into_any(),
-                table.clone().into_any(),
-                rows.commit_ts.into_pyobject(py)?.into_any(),
-                none.clone(), // sequence: the commit ts orders
-                PyString::new(py, &key).into_any(),
-                optional_string(py, old_key.as_deref(), &none),
-                key_columns.bind(py).clone().into_any(),
-                plan.columns_json.bind(py).clone().into_any(),
-                optional_string(
-                    py,
-                    before
-                        .as_ref()
-                        .map(|image| image_json(&image.texts))
-                        .as_deref(),
-                    &none,
-                ),
-                optional_string(
-                    py,
-                    after
-                        .as_ref()
-                        .map(|image| image_json(&image.texts))
-                        .as_deref(),
-                    &none,
-                ),
-                none.clone(), // event
-                none.clone(), // raw_key
-                none.clone(), // raw_value
-                timestamp_ms.clone(),
-                if partial {
-                    PyString::intern(py, "partial").into_any()
-                } else {
-                    none.clone()
-                },
-            ];
-            records.append(PyTuple::new(py, fields)?)?;
+            let image = (before.as_ref(), after.as_ref());
+            records.append(row_record(
+                py,
+                &parts,
+                index,
+                &rows.key_columns,
+                image,
+                plan.columns.len(),
+            )?)?;
         }
         Ok(Some(records))
     }
@@ -255,46 +167,12 @@ impl CanalRows {
             .iter()
             .map(|(name, text)| (name.to_string(), text.0.to_string()))
             .collect();
-        let plan = self.ask_planner(py, &entries)?.map(Arc::new);
+        let plan = Plan::ask(py, &self.planner, &entries)?.map(Arc::new);
         if self.plans.len() >= CACHE_SIZE {
             self.plans.clear();
         }
         self.plans.insert(table.to_owned(), (entries, plan.clone()));
         Ok(plan)
-    }
-
-    fn ask_planner(&self, py: Python<'_>, entries: &[(String, String)]) -> PyResult<Option<Plan>> {
-        let names: Vec<String> = entries.iter().map(|(name, _)| name.clone()).collect();
-        let index: HashMap<String, usize> = names
-            .iter()
-            .enumerate()
-            .map(|(at, name)| (name.clone(), at))
-            .collect();
-        if index.len() < names.len() {
-            return Ok(None); // a column named twice: the decoder reads it as Python's dicts do
-        }
-        let texts: Vec<&str> = entries.iter().map(|(_, text)| text.as_str()).collect();
-        let answer = self.planner.call1(py, (names.clone(), texts))?;
-        if answer.is_none(py) {
-            return Ok(None);
-        }
-        type Spec = (String, i128, i128, Py<PyAny>);
-        let (columns_json, specs): (Py<PyString>, Vec<Spec>) = answer.extract(py)?;
-        let mut columns = Vec::with_capacity(specs.len());
-        for (code, low, high, python_text) in specs {
-            let Some(kind) = Kind::from_code(&code, low, high) else {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "no kind of column is called {code:?}"
-                )));
-            };
-            columns.push(Column { kind, python_text });
-        }
-        Ok(Some(Plan {
-            columns_json,
-            names,
-            columns,
-            index,
-        }))
     }
 
     fn key_columns_json(&mut self, py: Python<'_>, table: &str, names: &[&str]) -> Py<PyString> {
@@ -303,11 +181,7 @@ impl CanalRows {
                 return json.clone_ref(py);
             }
         }
-        let json = PyString::new(
-            py,
-            &serde_json::to_string(names).expect("strings serialize"),
-        )
-        .unbind();
+        let json = names_json(py, names).unbind();
         if self.key_columns.len() >= CACHE_SIZE {
             self.key_columns.clear();
         }
@@ -316,14 +190,6 @@ impl CanalRows {
             .insert(table.to_owned(), (owned, json.clone_ref(py)));
         json
     }
-}
-
-/// A row's image and how many of the table's columns it holds (a column without a type may be there,
-/// NULL: the decoder keeps it too).
-#[derive(Clone)]
-struct ReadImage<'a> {
-    texts: Image<'a>,
-    known: usize,
 }
 
 /// (before, after) of every row of the message; None if any part of them needs Python.
@@ -430,54 +296,10 @@ fn before_image<'a>(
         match overlaid.texts.iter_mut().find(|(n, _)| *n == name) {
             Some(entry) => entry.1 = text,
             None => {
-                overlaid.known += usize::from(plan.index.contains_key(name));
+                overlaid.known += usize::from(plan.has(name));
                 overlaid.texts.push((name, text));
             }
         }
     }
     Some(overlaid)
-}
-
-/// The key's lake texts as a JSON array: the key columns', or every column's by name for a table without one.
-fn key_json(image: &Image<'_>, key_columns: &[&str]) -> String {
-    let value_of = |name: &str| {
-        image
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, text)| text.as_deref())
-    };
-    let values: Vec<Option<&str>> = if key_columns.is_empty() {
-        let mut names: Vec<&str> = image.iter().map(|(name, _)| *name).collect();
-        names.sort_unstable();
-        names.into_iter().map(value_of).collect()
-    } else {
-        key_columns.iter().map(|name| value_of(name)).collect()
-    };
-    serde_json::to_string(&values).expect("strings serialize")
-}
-
-fn image_json(image: &Image<'_>) -> String {
-    let mut json = Vec::with_capacity(16 * image.len() + 2);
-    json.push(b'{');
-    for (at, (name, text)) in image.iter().enumerate() {
-        if at > 0 {
-            json.push(b',');
-        }
-        serde_json::to_writer(&mut json, name).expect("strings serialize");
-        json.push(b':');
-        serde_json::to_writer(&mut json, &text.as_deref()).expect("strings serialize");
-    }
-    json.push(b'}');
-    String::from_utf8(json).expect("JSON of strings is UTF-8")
-}
-
-fn optional_string<'py>(
-    py: Python<'py>,
-    text: Option<&str>,
-    none: &Bound<'py, PyAny>,
-) -> Bound<'py, PyAny> {
-    match text {
-        Some(text) => PyString::new(py, text).into_any(),
-        None => none.clone(),
-    }
 }

@@ -6,11 +6,14 @@ use pyo3::prelude::*;
 mod canal;
 mod captured;
 mod message;
+mod rows;
+mod simple;
 mod texts;
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<canal::CanalRows>()?;
+    module.add_class::<simple::SimpleRows>()?;
     module.add_function(wrap_pyfunction!(captured::captured_line, module)?)?;
     Ok(())
 }

@@ -22,6 +22,16 @@ pub fn has_surrogate_escape(json: &[u8]) -> bool {
     })
 }
 
+/// The JSON message `value` read as a `T`, or None where the Python decoder must read it. The whole
+/// message is checked first: serde skips the fields it does not read without checking their UTF-8 or
+/// surrogates, and the decoders refuse a message with either wrong anywhere.
+pub fn parse<'a, T: Deserialize<'a>>(value: &'a [u8]) -> Option<T> {
+    if has_surrogate_escape(value) {
+        return None;
+    }
+    serde_json::from_str(std::str::from_utf8(value).ok()?).ok()
+}
+
 /// A JSON string, borrowed from the message where it has no escapes.
 pub struct Text<'a>(pub Cow<'a, str>);
 

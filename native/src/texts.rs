@@ -1,9 +1,10 @@
 //! Lake texts made from wire texts without Python: each kind takes only text whose lake text it can
 //! tell exactly, and leaves the rest (`None`) to the column's Python function, which decides.
 //!
-//! Every kind here stands for what `cdclake.schema.lake.value_text_function` makes of what the Canal-JSON
-//! converter (`cdclake.formats.canal_json.values`) makes of the text; tests/formats/test_canal_native.py
-//! holds the two to the same output.
+//! Every kind here stands for what `cdclake.schema.lake.value_text_function` makes of what the format's
+//! converter (Canal-JSON's `cdclake.formats.canal_json.values`, Simple's `cdclake.formats.simple.fast_path`)
+//! makes of the text; tests/formats/test_canal_native.py and test_simple_native.py hold the two to the
+//! same output.
 
 use std::borrow::Cow;
 
@@ -24,8 +25,13 @@ pub enum Kind {
     DateTime,
     /// `HH:MM:SS[.f{1,6}]` (hours up to 99): with six fraction digits.
     Time,
-    /// ISO-8859-1 characters, one per byte (TiCDC's binary text): the bytes in standard base64.
+    /// A TIMESTAMP's UTC wall clock, `YYYY-MM-DD HH:MM:SS[.f{1,6}]`: with six fraction digits. (A
+    /// kind of its own: the Simple protocol writes it in an object, and only there.)
+    Timestamp,
+    /// ISO-8859-1 characters, one per byte (Canal-JSON's binary text): the bytes in standard base64.
     Latin1Binary,
+    /// The bytes in standard base64 as Go writes them (Simple's binary text): the same text.
+    Base64Binary,
     /// Every value through the column's Python function.
     Python,
 }
@@ -40,7 +46,9 @@ impl Kind {
             "date" => Kind::Date,
             "datetime" => Kind::DateTime,
             "time" => Kind::Time,
+            "timestamp" => Kind::Timestamp,
             "latin1-binary" => Kind::Latin1Binary,
+            "base64-binary" => Kind::Base64Binary,
             "python" => Kind::Python,
             _ => return None,
         })
@@ -53,10 +61,11 @@ impl Kind {
             Kind::Integer { low, high } => integer(raw, low, high).then_some(Cow::Borrowed(raw)),
             Kind::Decimal => decimal(raw).then_some(Cow::Borrowed(raw)),
             Kind::Date => date(raw.as_bytes()).then_some(Cow::Borrowed(raw)),
-            Kind::DateTime => datetime(raw).map(Cow::Owned),
+            Kind::DateTime | Kind::Timestamp => datetime(raw).map(Cow::Owned),
             Kind::Time => time(raw.as_bytes())
                 .map(|fraction| Cow::Owned(six_digit_fraction(&raw[..8], fraction))),
             Kind::Latin1Binary => latin1_base64(raw).map(Cow::Owned),
+            Kind::Base64Binary => canonical_base64(raw).then_some(Cow::Borrowed(raw)),
             Kind::Python => None,
         }
     }
@@ -173,4 +182,10 @@ fn latin1_base64(raw: &str) -> Option<String> {
         .map(|c| u8::try_from(u32::from(c)).ok())
         .collect();
     Some(base64::engine::general_purpose::STANDARD.encode(bytes?))
+}
+
+/// Padded standard base64 whose bytes encode to the same text (no stray bits in the last character).
+fn canonical_base64(raw: &str) -> bool {
+    let engine = &base64::engine::general_purpose::STANDARD;
+    matches!(engine.decode(raw), Ok(bytes) if engine.encode(&bytes) == raw)
 }

@@ -14,6 +14,20 @@ class CanalRows:
         self, value: bytes, topic: str | None, partition: int | None, offset: int | None, timestamp_ms: int | None
     ) -> list[tuple[Any, ...]] | None: ...
 
+class SimpleRows:
+    """Simple protocol JSON row messages into change records (native/src/simple.rs), by the schemas
+    ``table_columns(database, table, version)`` holds."""
+
+    def __init__(
+        self,
+        planner: Callable[[list[str], list[str]], tuple[str, list[tuple[str, int, int, Callable[[str], Any]]]] | None],
+        table_columns: Callable[[str, str, int], tuple[list[str], list[str], tuple[str, ...]] | None],
+        local_is_utc: bool,
+    ) -> None: ...
+    def records(
+        self, value: bytes, topic: str | None, partition: int | None, offset: int | None, timestamp_ms: int | None
+    ) -> list[tuple[Any, ...]] | None: ...
+
 def captured_line(
     line: bytes, start: int, end: int
 ) -> tuple[int, tuple[int | None, bytes | None, bytes | None, tuple[tuple[str, bytes], ...]] | None] | None:

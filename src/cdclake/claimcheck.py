@@ -146,6 +146,11 @@ class LargeMessageDecoder:
         self._storage = storage
         self._dead_letter_handle_key_only = dead_letter_handle_key_only
 
+    @property
+    def format_decoder(self) -> Decoder:
+        """The codec's own decoder, which this one wraps."""
+        return self._decoder
+
     def decode(self, message: RawMessage) -> list[Event]:
         return self._resolved(self._decoder.decode(message))
 

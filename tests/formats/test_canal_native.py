@@ -16,46 +16,13 @@ from hypothesis import strategies as st
 
 from cdclake.formats import get_codec
 from cdclake.model import Origin, RawMessage
-from cdclake.spark.changes import ChangeWriter, PartitionDecoder
-from cdclake.spark.native_rows import native_reader
+from cdclake.spark.native_rows import native_readers
 from cdclake.workload import Workload, WorkloadSpec, messages
+from tests.formats.both_ways import BothWays
 from tests.formats.test_canal_json_fast_path import VALUES, ZONES
 from tests.fuzzing import MUTATIONS, mutate
 
 CODEC = get_codec("canal-json")
-
-
-class BothWays:
-    """One partition's messages read by the decoder alone and with the compiled reader first."""
-
-    def __init__(self, **options: Any) -> None:
-        self.options = CODEC.resolve(None, **options)
-        self.native = native_reader(CODEC, self.options)
-        assert self.native is not None
-        self._writers = {way: ChangeWriter(CODEC.sequence_of) for way in ("python", "native")}
-        self._partitions = {way: PartitionDecoder("canal-json", self.options, writer,
-                                                  self.native if way == "native" else None)
-                            for way, writer in self._writers.items()}
-        self.read_natively = 0
-
-    def read(self, message: RawMessage) -> None:
-        origin = message.origin
-        probe = native_reader(CODEC, self.options)
-        assert probe is not None
-        if probe.records(message.value, origin.topic, origin.partition, origin.offset, message.timestamp_ms):
-            self.read_natively += 1
-        for partition in self._partitions.values():
-            partition.read(message)
-
-    def check(self) -> int:
-        """Asserts both ways made the same records; how many messages the compiled reader read."""
-        for partition in self._partitions.values():
-            partition.finish()
-        python, native = (self._writers[way].take().to_pylist() for way in ("python", "native"))
-        assert len(native) == len(python)
-        for ours, theirs in zip(native, python, strict=True):
-            assert ours == theirs
-        return self.read_natively
 
 
 def _message(body: Any, offset: int = 0) -> RawMessage:
@@ -93,7 +60,7 @@ def test_every_value_of_every_type(text: str, values: list[Any], tz: str) -> Non
                     yield _row("UPDATE", types, [{"id": "1", "c": new}], [{"id": "1", "c": old}])
                     yield _row("UPDATE", types, [{"id": "1", "c": new}], [{"c": old}])  # only what changed
 
-    assert _read_all(BothWays(tz=tz), bodies()) > 0
+    assert _read_all(BothWays("canal-json", tz=tz), bodies()) > 0
 
 
 def test_a_workload_stream_is_read_natively_as_the_decoder_reads_it() -> None:
@@ -103,7 +70,7 @@ def test_a_workload_stream_is_read_natively_as_the_decoder_reads_it() -> None:
                     {"enable-tidb-extension": "true", "content-compatible": "true"},
                     {"enable-tidb-extension": "true", "tz": "+08:00", "only-output-updated-columns": "true"}):
         stream = list(messages(workload, "canal-json", options))
-        way = BothWays(**options)
+        way = BothWays("canal-json", **options)
         for message in stream:
             way.read(message)
         rows = sum(1 for m in stream if b'"isDdl":false' in m.value and b'"TIDB_WATERMARK"' not in m.value)
@@ -140,7 +107,7 @@ def test_messages_the_reader_leaves_to_the_decoder() -> None:
         b"[1]",
         b"{",
     ]
-    assert _read_all(BothWays(enable_tidb_extension=True, on_handle_key_only="dead-letter"), leave) == 0
+    assert _read_all(BothWays("canal-json", enable_tidb_extension=True, on_handle_key_only="dead-letter"), leave) == 0
 
 
 def test_mutants_of_a_stream_read_alike() -> None:
@@ -149,7 +116,7 @@ def test_mutants_of_a_stream_read_alike() -> None:
     rng = random.Random(5)
     options = {"enable-tidb-extension": "true"}
     stream = list(messages(Workload(WorkloadSpec(seed=2, tables=10, transactions=60)), "canal-json", options))
-    way = BothWays(**options)
+    way = BothWays("canal-json", **options)
     for offset in range(3000):
         seed = rng.choice(stream)
         way.read(_message(mutate(seed.value, rng, MUTATIONS[offset % len(MUTATIONS)]), offset))
@@ -172,7 +139,8 @@ def test_images_keys_and_partial_rows() -> None:
         _row("DELETE", types, [{"id": "7", "c": "b", "d": "1999-12-31 23:59:59"}], old=[{"id": "8"}]),
         {**_row("INSERT", types, [{"id": "9", "c": "b"}]), "mysqlType": {"c": "varchar(10)", "id": "int"}},
     ]
-    assert _read_all(BothWays(enable_tidb_extension=True), bodies) == len(bodies) - 1  # the unknown column "x"
+    # All but the one with the unknown column "x".
+    assert _read_all(BothWays("canal-json", enable_tidb_extension=True), bodies) == len(bodies) - 1
 
 
 def _float_texts(rng: random.Random) -> Iterable[str]:
@@ -194,7 +162,7 @@ def test_floats_and_doubles_are_the_decoders_texts() -> None:
     types = {"id": "int", "d": "double", "f": "float"}
     bodies = [_row("INSERT", types, [{"id": str(i), "d": text, "f": text}]) for i, text in enumerate(texts)]
     # It leaves those the decoder refuses: a double beyond float32's range (about half of random bits) as a FLOAT.
-    assert _read_all(BothWays(), bodies) > len(bodies) // 3
+    assert _read_all(BothWays("canal-json"), bodies) > len(bodies) // 3
 
 
 _TYPES = st.sampled_from(["int", "bigint unsigned", "tinyint", "bit(3)", "year", "decimal(10,2)", "varchar(8)",
@@ -213,11 +181,11 @@ def test_any_texts_of_any_types(types: list[str], rows: list[list[Any]], op: str
     mysql_type = {f"c{i}": text for i, text in enumerate(types)}
     data = [{name: values[i] for i, name in enumerate(mysql_type)} for values in rows]
     old = [{name: values[-1 - i] for i, name in enumerate(mysql_type)} for values in rows]
-    _read_all(BothWays(tz=tz), [_row(op, mysql_type, data, old, pkNames=["c0"])])
+    _read_all(BothWays("canal-json", tz=tz), [_row(op, mysql_type, data, old, pkNames=["c0"])])
 
 
 def test_the_reader_takes_options_as_the_decoder_does() -> None:
     """By their upstream names, resolved or not; a compressed stream's values go to the decoder."""
-    assert native_reader(CODEC, {"enable-tidb-extension": True}) is not None
-    assert native_reader(CODEC, {"large-message-handle-compression": "lz4"}) is None
-    assert native_reader(get_codec("open"), {}) is None
+    assert native_readers(CODEC, {"enable-tidb-extension": True}) is not None
+    assert native_readers(CODEC, {"large-message-handle-compression": "lz4"}) is None
+    assert native_readers(get_codec("open"), {}) is None

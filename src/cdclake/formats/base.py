@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from cdclake.errors import OptionError
 from cdclake.model import Ddl, Event, RawMessage, RowChange
-from cdclake.types import MySQLType
+from cdclake.types import Family, MySQLType
 
 
 class Decoder(Protocol):
@@ -47,13 +47,27 @@ RowPlanner = Callable[[list[str], list[str]], "tuple[str, list[tuple[str, int, i
 
 @dataclass(frozen=True, slots=True)
 class NativeRows:
-    """How a format's compiled row reader is made for resolved options: ``reader(planner)``; the
-    planner reads a value the reader does not with ``converter(type)``, the decoder's own. A TIMESTAMP
-    text is the UTC wall clock where ``utc_timestamps``, so its lake text is its DATETIME text."""
+    """How a format's compiled row reader is made for resolved options: ``reader(planner, decoder)``,
+    one per partition, beside the codec's own ``decoder`` of that partition (whose schemas a format
+    without types in its rows reads by). The planner reads a value the reader does not with
+    ``converter(type)``, the decoder's own; ``kinds`` names, per family of types, the kind of wire text
+    the reader reads itself (:mod:`cdclake.spark.native_rows`; whole numbers it always reads)."""
 
-    reader: Callable[[RowPlanner], RowRecordReader]
+    reader: Callable[[RowPlanner, Decoder], RowRecordReader]
     converter: Callable[[MySQLType], Callable[[Any], Any]]
-    utc_timestamps: bool
+    kinds: Mapping[Family, str]
+
+
+# The kinds of TiDB's own texts of values, which TiCDC's text formats write as they are (see NativeRows).
+TIDB_TEXT_KINDS: Mapping[Family, str] = {
+    Family.STRING: "text",
+    Family.VECTOR: "text",
+    Family.JSON: "text",
+    Family.DECIMAL: "decimal",
+    Family.DATE: "date",
+    Family.DATETIME: "datetime",
+    Family.TIME: "time",
+}
 
 
 class Encoder(Protocol):
@@ -128,7 +142,6 @@ def same(value: Any) -> Any:
 def carries_every_value(options: Mapping[str, Any]) -> ValueCarrier:
     """A format that carries every value as it is, whatever its options."""
     return lambda mysql_type: same
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from cdclake.claimcheck import decoder_for, handle_key_only_reason
+from cdclake.claimcheck import LargeMessageDecoder, decoder_for, handle_key_only_reason
 from cdclake.errors import DecodeError
 from cdclake.model import (
     Bootstrap,
@@ -49,7 +49,9 @@ class PartitionReading(ABC):
 
     def __init__(self, codec: Codec, options: Mapping[str, Any]) -> None:
         self.codec = codec
-        self._decoder = decoder_for(codec, options)
+        decoder = self._decoder = decoder_for(codec, options)
+        # The codec's own decoder, under any large-message handling: a compiled row reader reads by its schemas.
+        self.format_decoder = decoder.format_decoder if isinstance(decoder, LargeMessageDecoder) else decoder
         self._waiting: dict[Coordinates, tuple[RawMessage, PendingRow]] = {}
         self._quiet: dict[Coordinates, RawMessage] = {}
 

@@ -41,7 +41,6 @@ from cdclake.errors import DecodeError
 from cdclake.eventjson import event_to_json
 from cdclake.eventjson.schemas import schema_to_json
 from cdclake.formats import get_codec
-from cdclake.formats.base import RowRecordReader
 from cdclake.model import (
     Ddl,
     Event,
@@ -58,7 +57,7 @@ from cdclake.ordering.records import RecordColumns, arrow_schema, spark_ddl
 from cdclake.schema.lake import value_text_function
 from cdclake.schema.names import column_problem
 from cdclake.sources.ranges import OffsetRange, Source
-from cdclake.spark.native_rows import native_reader
+from cdclake.spark.native_rows import NativeReaders, native_readers
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -68,8 +67,8 @@ if TYPE_CHECKING:
 _TASK_ERROR = re.compile(r"^cdclake(?:\.\w+)+Error: (.+)$", re.MULTILINE)
 
 # (name, Spark SQL type) of every field of a change record, in order. ChangeWriter.add_row and the compiled
-# Canal-JSON reader (native/src/canal.rs) write row records as tuples in this order; tests/formats/
-# test_canal_native.py holds the two to the same records.
+# row readers (native/src/rows.rs) write row records as tuples in this order; tests/formats/
+# test_canal_native.py and test_simple_native.py hold the two to the same records.
 CHANGE_FIELDS: tuple[tuple[str, str], ...] = (
     ("kind", "string"),
     ("topic", "string"),
@@ -215,14 +214,14 @@ class PartitionDecoder(PartitionReading):
 
     Events of a ``prime`` message were applied in an earlier batch and are dropped; those of a
     ``held`` message come out now (they were not complete before). A message the format's compiled row
-    reader reads (``native``, :mod:`cdclake.spark.native_rows`) gives its records without the decoder.
+    reader reads (made by ``native``, :mod:`cdclake.spark.native_rows`) gives its records without the decoder.
     """
 
     def __init__(self, format_name: str, options: Mapping[str, Any], writer: ChangeWriter,
-                 native: RowRecordReader | None) -> None:
+                 native: NativeReaders | None) -> None:
         super().__init__(get_codec(format_name), options)
         self._writer = writer
-        self._native = native
+        self._native = None if native is None else native(self.format_decoder)
 
     def read(self, message: RawMessage) -> None:
         self._writer.timestamp_ms = message.timestamp_ms
@@ -293,7 +292,7 @@ def decode_tasks(
     """The change records of each task's carried messages and range, in Arrow batches of about
     ``batch_rows`` records."""
     writer = ChangeWriter(get_codec(format_name).sequence_of)
-    native = native_reader(get_codec(format_name), options)
+    native = native_readers(get_codec(format_name), options)
     for task in tasks:
         partition = _primed_decoder(format_name, options, writer, native, task.carried)
         for message in source.read(task.offset_range):
@@ -332,7 +331,7 @@ def decode_records(
     A record whose ``role`` is ``prime`` only teaches the decoder its schema (its events were emitted
     when it was first decoded); one of role ``held`` is decoded as any other."""
     writer = ChangeWriter(get_codec(format_name).sequence_of)
-    native = native_reader(get_codec(format_name), options)
+    native = native_readers(get_codec(format_name), options)
     current: tuple[str, int] | None = None
     partition: PartitionDecoder | None = None
     for batch in batches:
@@ -357,7 +356,7 @@ def decode_records(
 
 
 def _primed_decoder(format_name: str, options: Mapping[str, Any], writer: ChangeWriter,
-                    native: RowRecordReader | None, carried: Iterable[CarriedMessage]) -> PartitionDecoder:
+                    native: NativeReaders | None, carried: Iterable[CarriedMessage]) -> PartitionDecoder:
     """A partition's decoder that has read the messages carried into it: schema messages primed, held
     messages decoded again (their events come out now)."""
     partition = PartitionDecoder(format_name, options, writer, native)

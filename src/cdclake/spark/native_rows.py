@@ -1,5 +1,6 @@
 """The compiled row readers' side in Python: what each table version's columns are, for the reader a
-format declares (:class:`cdclake.formats.base.NativeRows`; Canal-JSON's is ``native/src/canal.rs``).
+format declares (:class:`cdclake.formats.base.NativeRows`: Canal-JSON's ``native/src/canal.rs``, the
+Simple protocol's ``native/src/simple.rs``).
 
 A reader turns a plain row message straight into change records, with no Python object per value. It
 asks its *planner* here once per table version (a message's column names and type texts): the
@@ -8,7 +9,13 @@ texts itself (canonical digits, plain decimals, real dates ...), and the Python 
 any other value: the decoder's converter followed by :func:`cdclake.schema.lake.value_text_function`,
 the very two calls the decoder and :class:`~cdclake.spark.changes.ChangeWriter` make. Where that function
 raises, or the columns cannot make a table, the reader leaves the message to the decoder, which says
-what is wrong. tests/formats/test_canal_native.py holds each reader's records equal to the decoder's.
+what is wrong. tests/formats/test_canal_native.py and test_simple_native.py hold each reader's records
+equal to the decoder's.
+
+The kinds (native/src/texts.rs): ``text`` (the text itself), ``integer`` (canonical digits within a
+range), ``decimal``, ``date``, ``datetime``, ``time`` (TiDB's texts of them), ``timestamp`` (a TIMESTAMP's
+UTC wall clock), ``latin1-binary`` (bytes as ISO-8859-1 characters), ``base64-binary`` (bytes in
+standard base64) and ``python`` (every value through the function).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Any
 import orjson
 
 from cdclake.errors import TypeParseError
-from cdclake.formats.base import Codec, NativeRows, RowRecordReader
+from cdclake.formats.base import Codec, Decoder, NativeRows, RowRecordReader
 from cdclake.formats.limits import too_many_columns
 from cdclake.schema.lake import value_text_function
 from cdclake.schema.names import column_problem
@@ -29,26 +36,18 @@ from cdclake.types import Family, MySQLType
 # The widest integers a reader takes as they are (any canonical digits of up to 38 digits); beyond, Python.
 _ANY_INTEGER = (-(2**127), 2**127 - 1)
 _NO_RANGE = (0, 0)
-_BY_FAMILY = {
-    Family.STRING: "text",
-    Family.VECTOR: "text",
-    Family.JSON: "text",
-    Family.DECIMAL: "decimal",
-    Family.DATE: "date",
-    Family.DATETIME: "datetime",
-    Family.TIME: "time",
-    Family.BINARY: "latin1-binary",
-    Family.GEOMETRY: "latin1-binary",
-}
+_YEARS = (0, 2155)  # MySQL's; Python decides any other (some formats' readers refuse it)
 
 ColumnPlan = tuple[str, int, int, Callable[[str], Any]]
+NativeReaders = Callable[[Decoder], RowRecordReader]
+"""Makes a partition's compiled row reader, beside the codec's own decoder of that partition."""
 
 
-def native_reader(codec: Codec, options: Mapping[str, Any]) -> RowRecordReader | None:
-    """``codec``'s compiled row reader for ``options`` (resolved here, as the decoder resolves them), or
-    None where it has none."""
+def native_readers(codec: Codec, options: Mapping[str, Any]) -> NativeReaders | None:
+    """What makes ``codec``'s compiled row readers for ``options`` (resolved here, as the decoder resolves
+    them), or None where it has none."""
     native = codec.native_rows(codec.resolve(options))
-    return None if native is None else native.reader(functools.partial(plan_columns, native))
+    return None if native is None else functools.partial(native.reader, functools.partial(plan_columns, native))
 
 
 def plan_columns(native: NativeRows, names: list[str], type_texts: list[str]) -> tuple[str, list[ColumnPlan]] | None:
@@ -77,8 +76,8 @@ def _column_plan(native: NativeRows, mtype: MySQLType) -> ColumnPlan:
         return ("integer", *mtype.integer_range(), python_text)
     if family is Family.BIT:
         return ("integer", 0, (1 << (mtype.length or 64)) - 1, python_text)
-    if family is Family.YEAR or (family in (Family.ENUM, Family.SET) and mtype.elements is None):
-        return ("integer", *_ANY_INTEGER, python_text)  # a year, a bare enum's index, a bare set's bitmask
-    if family is Family.TIMESTAMP and native.utc_timestamps:
-        return ("datetime", *_NO_RANGE, python_text)
-    return (_BY_FAMILY.get(family, "python"), *_NO_RANGE, python_text)
+    if family is Family.YEAR:
+        return ("integer", *_YEARS, python_text)
+    if family in (Family.ENUM, Family.SET) and mtype.elements is None:
+        return ("integer", *_ANY_INTEGER, python_text)  # a bare enum's index, a bare set's bitmask
+    return (native.kinds.get(family, "python"), *_NO_RANGE, python_text)

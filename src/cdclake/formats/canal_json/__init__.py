@@ -34,7 +34,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdclake._native import CanalRows
-from cdclake.formats.base import TZ_OPTION, Codec, NativeRows, Option, ValueCarrier, carries_every_value, parse_bool
+from cdclake.formats.base import (
+    TIDB_TEXT_KINDS,
+    TZ_OPTION,
+    Codec,
+    NativeRows,
+    Option,
+    ValueCarrier,
+    carries_every_value,
+    parse_bool,
+)
 from cdclake.formats.canal_json.decoder import CanalJsonDecoder
 from cdclake.formats.canal_json.encoder import CanalJsonEncoder, _meta_int
 from cdclake.formats.canal_json.values import _converter
@@ -43,6 +52,7 @@ from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
 from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.model import Ddl, RowChange
+from cdclake.types import Family
 from cdclake.values import zone
 
 
@@ -69,12 +79,18 @@ def _value_carrier(options: Mapping[str, Any]) -> ValueCarrier:
     return carries_every_value(options) if compatible else carries_member_numbers(options)
 
 
+# The texts native/src/texts.rs reads as TiCDC writes them (a TIMESTAMP's only where the tz is UTC).
+_NATIVE_KINDS = {**TIDB_TEXT_KINDS, Family.BINARY: "latin1-binary", Family.GEOMETRY: "latin1-binary"}
+
+
 def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
     """TiCDC's row messages, read by ``native/src/canal.rs``; a compressed value the decoder reads."""
     if options["large-message-handle-compression"] != "none":
         return None
     tz = zone(options["tz"])
-    return NativeRows(CanalRows, functools.partial(_converter, tz=tz), tz.utcoffset(None) == dt.timedelta(0))
+    # A TIMESTAMP text is the wall clock in the tz: the UTC one, whose lake text is its DATETIME text, in UTC.
+    kinds = {**_NATIVE_KINDS, Family.TIMESTAMP: "datetime"} if tz.utcoffset(None) == dt.timedelta(0) else _NATIVE_KINDS
+    return NativeRows(lambda planner, decoder: CanalRows(planner), functools.partial(_converter, tz=tz), kinds)
 
 
 # Without the TiDB extension Canal-JSON carries neither commit ts nor watermarks.

@@ -9,19 +9,31 @@ from which).
 ``simple_avro_schema.json`` beside this package is a verbatim copy of pingcap/tiflow
 ``pkg/sink/codec/simple/message.json`` (Apache License 2.0, Copyright PingCAP, Inc.).
 
-The two codecs differ only in their wire: the codec name fixes TiCDC's ``encoding-format``.
+The two codecs differ only in their wire: the codec name fixes TiCDC's ``encoding-format``. JSON row
+messages also have a compiled reader straight into the pipeline's change records
+(``native/src/simple.rs``, declared here as ``native_rows``), which reads by the schemas the partition's
+decoder holds and leaves every other message to it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
-from cdclake.formats.base import TZ_OPTION, Codec, Option
+from cdclake._native import SimpleRows
+from cdclake.formats.base import TIDB_TEXT_KINDS, TZ_OPTION, Codec, Decoder, NativeRows, Option, RowPlanner
 from cdclake.formats.compression import COMPRESSION_OPTION
 from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.formats.simple.decoder import SimpleDecoder
 from cdclake.formats.simple.encoder import SimpleEncoder
+from cdclake.formats.simple.fast_path import json_fast_reader
+from cdclake.formats.simple.values import Zones
 from cdclake.formats.simple.wire import AvroWire, JsonWire
+from cdclake.types import Family
+from cdclake.values import zone
 
 OPTIONS: dict[str, Option] = {
     "large-message-handle-compression": COMPRESSION_OPTION,
@@ -32,6 +44,26 @@ OPTIONS: dict[str, Option] = {
 _JSON = JsonWire()
 _AVRO = AvroWire()
 
+# The texts native/src/texts.rs reads as TiCDC's encodeValue writes them (TIMESTAMP: the value of a
+# {"location", "value"} whose location is UTC).
+_NATIVE_KINDS = {**TIDB_TEXT_KINDS, Family.TIMESTAMP: "timestamp", Family.BINARY: "base64-binary"}
+
+
+def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
+    """TiCDC's JSON row messages, read by ``native/src/simple.rs``; a compressed value the decoder reads."""
+    if options["large-message-handle-compression"] != "none":
+        return None
+    tz = zone(options["tz"])
+    local_is_utc = tz.utcoffset(None) == dt.timedelta(0)  # the location "Local" is the tz
+
+    def reader(planner: RowPlanner, decoder: Decoder) -> SimpleRows:
+        if not isinstance(decoder, SimpleDecoder):
+            raise TypeError(f"the Simple protocol's row reader reads by a SimpleDecoder's schemas, not a {decoder!r}")
+        return SimpleRows(planner, decoder.table_columns, local_is_utc)
+
+    return NativeRows(reader, functools.partial(json_fast_reader, zones=Zones(tz)), _NATIVE_KINDS)
+
+
 JSON_CODEC = Codec(
     name="simple",
     options=OPTIONS,
@@ -39,6 +71,7 @@ JSON_CODEC = Codec(
     make_encoder=lambda options: SimpleEncoder(_JSON, options),
     ddl_to_every_partition=True,
     bootstraps=True,
+    native_rows=_native_rows,
 )
 
 AVRO_CODEC = replace(
@@ -47,6 +80,7 @@ AVRO_CODEC = replace(
     make_decoder=lambda options: SimpleDecoder(_AVRO, options),
     make_encoder=lambda options: SimpleEncoder(_AVRO, options),
     binary=True,
+    native_rows=lambda options: None,
 )
 
 __all__ = ["AVRO_CODEC", "JSON_CODEC", "SimpleDecoder", "SimpleEncoder"]

@@ -61,6 +61,9 @@ _UNEXPECTED = (KeyError, TypeError, ValueError, IndexError, AttributeError, Over
 # meta): building a NamedTuple costs a third of the envelope's checks, once per row.
 _Row = tuple[Op, str, str, int, int, int | None, Any, Any, LargeMessageKind | None, str | None, dict[str, Any]]
 
+# A table version's columns: (names, type texts, key columns).
+TableColumns = tuple[list[str], list[str], tuple[str, ...]]
+
 
 class _Table:
     """One cached table schema version and the readers of its columns' values.
@@ -73,7 +76,7 @@ class _Table:
     fast path is explained by re-reading the image with the careful readers.
     """
 
-    __slots__ = ("fast", "inlines", "key_columns", "old_plans", "plans", "readers", "schema", "types")
+    __slots__ = ("columns", "fast", "inlines", "key_columns", "old_plans", "plans", "readers", "schema", "types")
 
     def __init__(
         self, schema: TableSchema, readers: dict[str, Reader], fast: dict[str, Reader], inlines: dict[str, str | None]
@@ -84,6 +87,8 @@ class _Table:
         self.inlines = inlines
         self.types: Mapping[str, MySQLType] = MappingProxyType({c.name: c.type for c in schema.columns})
         self.key_columns = schema.key_columns
+        names, types = [c.name for c in schema.columns], [str(c.type) for c in schema.columns]
+        self.columns: TableColumns = (names, types, schema.key_columns)
         self.plans: dict[tuple[str, ...], ImageReader] = {}
         self.old_plans: dict[tuple[str, ...], OldImageReader] = {}
 
@@ -223,6 +228,13 @@ class SimpleDecoder:
             raise DecodeError(self._wire.name, f"malformed message: {type(exc).__name__}: {exc}", origin) from exc
         events, self._ready = self._ready, []
         return events
+
+    def table_columns(self, database: str, table: str, version: int) -> TableColumns | None:
+        """The columns of a table version this decoder holds, as (names, type texts, key columns), or None
+        while it holds none: the same object for as long as it holds that version's schema (a compiled row
+        reader plans by it, :mod:`cdclake.spark.native_rows`)."""
+        cached = self._tables.get((database, table, version))
+        return None if cached is None else cached.columns
 
     def flush(self) -> list[Event]:
         """Events decoded by a call that then failed. Rows still waiting for their schema stay held:
