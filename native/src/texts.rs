@@ -19,6 +19,10 @@ pub enum Kind {
     Integer { low: i128, high: i128 },
     /// Canonical plain decimal digits (`-?(0|[1-9][0-9]*)(\.[0-9]+)?`): the same text.
     Decimal,
+    /// A decimal number (`-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`) whose float64, or float32 where
+    /// `single`, is finite: the shortest text that reads back as the same float64, the closest of
+    /// those (ties to even), in plain notation: `cdclake.values.format_float`'s, from Python's `repr`.
+    Real { single: bool },
     /// `YYYY-MM-DD`, a real day of years 1 to 9999: the same text.
     Date,
     /// `YYYY-MM-DD HH:MM:SS[.f{1,6}]` (TIMESTAMP in UTC too): with six fraction digits.
@@ -43,6 +47,8 @@ impl Kind {
             "text" => Kind::Text,
             "integer" => Kind::Integer { low, high },
             "decimal" => Kind::Decimal,
+            "float" => Kind::Real { single: true },
+            "double" => Kind::Real { single: false },
             "date" => Kind::Date,
             "datetime" => Kind::DateTime,
             "time" => Kind::Time,
@@ -60,6 +66,7 @@ impl Kind {
             Kind::Text => Some(Cow::Borrowed(raw)),
             Kind::Integer { low, high } => integer(raw, low, high).then_some(Cow::Borrowed(raw)),
             Kind::Decimal => decimal(raw).then_some(Cow::Borrowed(raw)),
+            Kind::Real { single } => real(raw, single).map(Cow::Owned),
             Kind::Date => date(raw.as_bytes()).then_some(Cow::Borrowed(raw)),
             Kind::DateTime | Kind::Timestamp => datetime(raw).map(Cow::Owned),
             Kind::Time => time(raw.as_bytes())
@@ -102,6 +109,80 @@ fn decimal(raw: &str) -> bool {
     // Python's Decimal keeps the sign of a zero ("-0.0" stays "-0.0"): a minus before 0 is canonical here.
     let whole_ok = canonical_digits(whole.as_bytes(), false);
     whole_ok && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn real(raw: &str, single: bool) -> Option<String> {
+    let unsigned = raw.strip_prefix('-').unwrap_or(raw);
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, Some(exponent)),
+        None => (unsigned, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, "0"));
+    let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
+    if !(digits(whole) && digits(fraction) && exponent_ok) {
+        return None;
+    }
+    let value: f64 = raw.parse().ok()?;
+    // Rounded as C's (float) cast and Python's struct.pack("<f") round: to nearest, overflowing to inf.
+    #[allow(clippy::cast_possible_truncation)]
+    let value = if single {
+        f64::from(value as f32)
+    } else {
+        value
+    };
+    value
+        .is_finite()
+        .then(|| plain(ryu::Buffer::new().format_finite(value)))
+}
+
+/// A float's text (`-1.25e-7`, `1e20`, `0.5`) in plain notation without a needless zero (`-0.000000125`,
+/// `100000000000000000000`, `0.5`; `1.0` as `1`).
+fn plain(text: &str) -> String {
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match text.split_once('e') {
+        Some((mantissa, exponent)) => (
+            mantissa,
+            exponent.parse::<i64>().expect("ryu writes an exponent"),
+        ),
+        None => (text, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    // The digits, and where the point falls among them.
+    let digits = format!("{whole}{fraction}");
+    let mut point = i64::try_from(whole.len()).expect("short") + exponent;
+    let leading = digits.len() - digits.trim_start_matches('0').len();
+    let digits = digits.trim_start_matches('0').trim_end_matches('0');
+    point -= i64::try_from(leading).expect("short");
+    let mut plain = String::from(if negative { "-" } else { "" });
+    if digits.is_empty() {
+        plain.push('0');
+        return plain;
+    }
+    let count = i64::try_from(digits.len()).expect("short");
+    if point <= 0 {
+        plain.push_str("0.");
+        plain.extend(std::iter::repeat_n(
+            '0',
+            usize::try_from(-point).expect("small"),
+        ));
+        plain.push_str(digits);
+    } else if point >= count {
+        plain.push_str(digits);
+        plain.extend(std::iter::repeat_n(
+            '0',
+            usize::try_from(point - count).expect("small"),
+        ));
+    } else {
+        let at = usize::try_from(point).expect("small");
+        plain.push_str(&digits[..at]);
+        plain.push('.');
+        plain.push_str(&digits[at..]);
+    }
+    plain
 }
 
 fn number(digits: &[u8]) -> Option<u32> {

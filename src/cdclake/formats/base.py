@@ -64,6 +64,8 @@ TIDB_TEXT_KINDS: Mapping[Family, str] = {
     Family.VECTOR: "text",
     Family.JSON: "text",
     Family.DECIMAL: "decimal",
+    Family.FLOAT: "float",
+    Family.DOUBLE: "double",
     Family.DATE: "date",
     Family.DATETIME: "datetime",
     Family.TIME: "time",

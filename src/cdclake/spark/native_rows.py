@@ -13,7 +13,8 @@ what is wrong. tests/formats/test_canal_native.py and test_simple_native.py hold
 equal to the decoder's.
 
 The kinds (native/src/texts.rs): ``text`` (the text itself), ``integer`` (canonical digits within a
-range), ``decimal``, ``date``, ``datetime``, ``time`` (TiDB's texts of them), ``timestamp`` (a TIMESTAMP's
+range), ``decimal``, ``float``, ``double``, ``date``, ``datetime``, ``time`` (TiDB's texts of them, and
+Go's of floats), ``timestamp`` (a TIMESTAMP's
 UTC wall clock), ``latin1-binary`` (bytes as ISO-8859-1 characters), ``base64-binary`` (bytes in
 standard base64) and ``python`` (every value through the function).
 """
