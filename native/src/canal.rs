@@ -74,7 +74,7 @@ type Planned = (Vec<(String, String)>, Option<Arc<Plan>>);
 /// Reads Canal-JSON row messages into change records (see the module's documentation).
 #[pyclass(module = "cdclake._native")]
 pub struct CanalRows {
-    /// `planner(names, type_texts)`: None, or (columns JSON, [(kind code, low, high, text function)]).
+    /// `planner(names, type_texts)`: None, or (columns JSON, [(kind code, low, high, members, text function)]).
     planner: Py<PyAny>,
     /// Per table name, its last `mysqlType` map and what it says.
     plans: HashMap<String, Planned>,

@@ -74,11 +74,11 @@ impl Plan {
         if answer.is_none(py) {
             return Ok(None);
         }
-        type Spec = (String, i128, i128, Py<PyAny>);
+        type Spec = (String, i128, i128, Vec<String>, Py<PyAny>);
         let (columns_json, specs): (Py<PyString>, Vec<Spec>) = answer.extract(py)?;
         let mut columns = Vec::with_capacity(specs.len());
-        for (code, low, high, python_text) in specs {
-            let Some(kind) = Kind::from_code(&code, low, high) else {
+        for (code, low, high, members, python_text) in specs {
+            let Some(kind) = Kind::from_code(&code, low, high, members) else {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
                     "no kind of column is called {code:?}"
                 )));

@@ -190,7 +190,7 @@ struct Planned {
 /// Reads Simple protocol JSON row messages into change records (see the module's documentation).
 #[pyclass(module = "cdclake._native")]
 pub struct SimpleRows {
-    /// `planner(names, type_texts)`: None, or (columns JSON, [(kind code, low, high, text function)]).
+    /// `planner(names, type_texts)`: None, or (columns JSON, [(kind code, low, high, members, text function)]).
     planner: Py<PyAny>,
     /// `table_columns(database, table, version)`: None, or the same (names, type texts, key columns)
     /// object for as long as the decoder holds that version's schema.
@@ -359,7 +359,7 @@ impl ImageReader<'_, '_> {
     #[allow(clippy::type_complexity)]
     fn text<'a>(&self, at: usize, raw: &'a Value<'a>) -> PyResult<Option<Option<Cow<'a, str>>>> {
         let column = &self.plan.columns[at];
-        let timestamp = matches!(column.kind, Kind::Timestamp);
+        let timestamp = matches!(&column.kind, Kind::Timestamp);
         Ok(match raw {
             Value::Null => Some(None),
             Value::Text(text) if !timestamp => column.text(self.py, text),

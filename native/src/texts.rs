@@ -11,7 +11,6 @@ use std::borrow::Cow;
 use base64::Engine;
 
 /// How a column's wire texts become lake texts.
-#[derive(Clone, Copy)]
 pub enum Kind {
     /// The text itself (char ... longtext, json, vector).
     Text,
@@ -36,13 +35,18 @@ pub enum Kind {
     Latin1Binary,
     /// The bytes in standard base64 as Go writes them (Simple's binary text): the same text.
     Base64Binary,
+    /// An ENUM's 1-based index in canonical digits (0 for MySQL's `''`): the member's name.
+    EnumIndex { members: Vec<String> },
+    /// A SET's bitmask in canonical digits, no bit beyond the members: the names of its members, joined by `,`.
+    SetBits { members: Vec<String> },
     /// Every value through the column's Python function.
     Python,
 }
 
 impl Kind {
-    /// The kind a code of `cdclake.formats.canal_json.native` names; `low` and `high` bound an integer.
-    pub fn from_code(code: &str, low: i128, high: i128) -> Option<Kind> {
+    /// The kind a code of `cdclake.spark.native_rows` names; `low` and `high` bound an integer, `members`
+    /// are an ENUM's or a SET's.
+    pub fn from_code(code: &str, low: i128, high: i128, members: Vec<String>) -> Option<Kind> {
         Some(match code {
             "text" => Kind::Text,
             "integer" => Kind::Integer { low, high },
@@ -55,6 +59,8 @@ impl Kind {
             "timestamp" => Kind::Timestamp,
             "latin1-binary" => Kind::Latin1Binary,
             "base64-binary" => Kind::Base64Binary,
+            "enum-index" => Kind::EnumIndex { members },
+            "set-bits" if members.len() <= 64 => Kind::SetBits { members },
             "python" => Kind::Python,
             _ => return None,
         })
@@ -62,11 +68,13 @@ impl Kind {
 
     /// The lake text of `raw`, or None where Python must decide.
     pub fn text<'a>(&self, raw: &'a str) -> Option<Cow<'a, str>> {
-        match *self {
+        match self {
             Kind::Text => Some(Cow::Borrowed(raw)),
-            Kind::Integer { low, high } => integer(raw, low, high).then_some(Cow::Borrowed(raw)),
+            Kind::Integer { low, high } => integer(raw, *low, *high).then_some(Cow::Borrowed(raw)),
             Kind::Decimal => decimal(raw).then_some(Cow::Borrowed(raw)),
-            Kind::Real { single } => real(raw, single).map(Cow::Owned),
+            Kind::Real { single } => real(raw, *single).map(Cow::Owned),
+            Kind::EnumIndex { members } => enum_member(raw, members).map(Cow::Owned),
+            Kind::SetBits { members } => set_members(raw, members).map(Cow::Owned),
             Kind::Date => date(raw.as_bytes()).then_some(Cow::Borrowed(raw)),
             Kind::DateTime | Kind::Timestamp => datetime(raw).map(Cow::Owned),
             Kind::Time => time(raw.as_bytes())
@@ -98,6 +106,32 @@ fn integer(raw: &str, low: i128, high: i128) -> bool {
         return false;
     }
     matches!(raw.parse::<i128>(), Ok(value) if low <= value && value <= high)
+}
+
+fn enum_member(raw: &str, members: &[String]) -> Option<String> {
+    let count = i128::try_from(members.len()).ok()?;
+    if !integer(raw, 0, count) {
+        return None;
+    }
+    let index: usize = raw.parse().ok()?;
+    Some(
+        index
+            .checked_sub(1)
+            .map_or_else(String::new, |at| members[at].clone()),
+    )
+}
+
+fn set_members(raw: &str, members: &[String]) -> Option<String> {
+    let high = (1i128 << members.len()) - 1;
+    if !integer(raw, 0, high) {
+        return None;
+    }
+    let bits: u64 = raw.parse().ok()?;
+    let named: Vec<&str> = (0..members.len())
+        .filter(|at| bits >> at & 1 == 1)
+        .map(|at| members[at].as_str())
+        .collect();
+    Some(named.join(","))
 }
 
 fn decimal(raw: &str) -> bool {

@@ -3,12 +3,15 @@
 from collections.abc import Callable
 from typing import Any
 
+# (kind, the low and high of an integer, an enum's or set's members, the Python text function)
+ColumnSpec = tuple[str, int, int, list[str], Callable[[str], Any]]
+
 class CanalRows:
     """Canal-JSON row messages into change records (native/src/canal.rs)."""
 
     def __init__(
         self,
-        planner: Callable[[list[str], list[str]], tuple[str, list[tuple[str, int, int, Callable[[str], Any]]]] | None],
+        planner: Callable[[list[str], list[str]], tuple[str, list[ColumnSpec]] | None],
     ) -> None: ...
     def records(
         self, value: bytes, topic: str | None, partition: int | None, offset: int | None, timestamp_ms: int | None
@@ -20,7 +23,7 @@ class SimpleRows:
 
     def __init__(
         self,
-        planner: Callable[[list[str], list[str]], tuple[str, list[tuple[str, int, int, Callable[[str], Any]]]] | None],
+        planner: Callable[[list[str], list[str]], tuple[str, list[ColumnSpec]] | None],
         table_columns: Callable[[str, str, int], tuple[list[str], list[str], tuple[str, ...]] | None],
         local_is_utc: bool,
     ) -> None: ...

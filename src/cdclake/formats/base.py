@@ -41,8 +41,10 @@ class RowRecordReader(Protocol):
 
 # A plan of one table version for a RowRecordReader: (column names, their type texts as the message
 # gives them) -> None (the decoder reads the messages), or (the columns' JSON, per column (kind, low,
-# high, its lake text of a wire text)). cdclake.spark.native_rows makes it.
-RowPlanner = Callable[[list[str], list[str]], "tuple[str, list[tuple[str, int, int, Callable[[str], Any]]]] | None"]
+# high, members, its lake text of a wire text)). cdclake.spark.native_rows makes it.
+# One column's plan: (kind, the low and high of an integer, an enum's or set's members, its text function).
+ColumnSpec = tuple[str, int, int, list[str], Callable[[str], Any]]
+RowPlanner = Callable[[list[str], list[str]], "tuple[str, list[ColumnSpec]] | None"]
 
 
 @dataclass(frozen=True, slots=True)

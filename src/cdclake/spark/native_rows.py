@@ -16,7 +16,8 @@ The kinds (native/src/texts.rs): ``text`` (the text itself), ``integer`` (canoni
 range), ``decimal``, ``float``, ``double``, ``date``, ``datetime``, ``time`` (TiDB's texts of them, and
 Go's of floats), ``timestamp`` (a TIMESTAMP's
 UTC wall clock), ``latin1-binary`` (bytes as ISO-8859-1 characters), ``base64-binary`` (bytes in
-standard base64) and ``python`` (every value through the function).
+standard base64), ``enum-index`` (an ENUM's 1-based index: its member), ``set-bits`` (a SET's bitmask: its
+members) and ``python`` (every value through the function).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import orjson
 
 from cdclake.errors import TypeParseError
-from cdclake.formats.base import Codec, Decoder, NativeRows, RowRecordReader
+from cdclake.formats.base import Codec, ColumnSpec, Decoder, NativeRows, RowRecordReader
 from cdclake.formats.limits import too_many_columns
 from cdclake.schema.lake import value_text_function
 from cdclake.schema.names import column_problem
@@ -39,7 +40,6 @@ _ANY_INTEGER = (-(2**127), 2**127 - 1)
 _NO_RANGE = (0, 0)
 _YEARS = (0, 2155)  # MySQL's; Python decides any other (some formats' readers refuse it)
 
-ColumnPlan = tuple[str, int, int, Callable[[str], Any]]
 NativeReaders = Callable[[Decoder], RowRecordReader]
 """Makes a partition's compiled row reader, beside the codec's own decoder of that partition."""
 
@@ -51,7 +51,7 @@ def native_readers(codec: Codec, options: Mapping[str, Any]) -> NativeReaders | 
     return None if native is None else functools.partial(native.reader, functools.partial(plan_columns, native))
 
 
-def plan_columns(native: NativeRows, names: list[str], type_texts: list[str]) -> tuple[str, list[ColumnPlan]] | None:
+def plan_columns(native: NativeRows, names: list[str], type_texts: list[str]) -> tuple[str, list[ColumnSpec]] | None:
     """What a reader needs of one table version (see the module docstring), or None where the decoder
     must read its messages: too many columns, a type that does not parse, columns that make no table."""
     if too_many_columns(len(names), "the columns") is not None:
@@ -66,7 +66,7 @@ def plan_columns(native: NativeRows, names: list[str], type_texts: list[str]) ->
     return columns, [_column_plan(native, mtype) for mtype in types.values()]
 
 
-def _column_plan(native: NativeRows, mtype: MySQLType) -> ColumnPlan:
+def _column_plan(native: NativeRows, mtype: MySQLType) -> ColumnSpec:
     convert, text = native.converter(mtype), value_text_function(mtype)
 
     def python_text(raw: str) -> Any:
@@ -74,11 +74,11 @@ def _column_plan(native: NativeRows, mtype: MySQLType) -> ColumnPlan:
 
     family = mtype.family
     if family is Family.INTEGER:
-        return ("integer", *mtype.integer_range(), python_text)
+        return ("integer", *mtype.integer_range(), [], python_text)
     if family is Family.BIT:
-        return ("integer", 0, (1 << (mtype.length or 64)) - 1, python_text)
+        return ("integer", 0, (1 << (mtype.length or 64)) - 1, [], python_text)
     if family is Family.YEAR:
-        return ("integer", *_YEARS, python_text)
+        return ("integer", *_YEARS, [], python_text)
     if family in (Family.ENUM, Family.SET) and mtype.elements is None:
-        return ("integer", *_ANY_INTEGER, python_text)  # a bare enum's index, a bare set's bitmask
-    return (native.kinds.get(family, "python"), *_NO_RANGE, python_text)
+        return ("integer", *_ANY_INTEGER, [], python_text)  # a bare enum's index, a bare set's bitmask
+    return (native.kinds.get(family, "python"), *_NO_RANGE, list(mtype.elements or ()), python_text)

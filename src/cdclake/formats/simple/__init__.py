@@ -45,8 +45,14 @@ _JSON = JsonWire()
 _AVRO = AvroWire()
 
 # The texts native/src/texts.rs reads as TiCDC's encodeValue writes them (TIMESTAMP: the value of a
-# {"location", "value"} whose location is UTC).
-_NATIVE_KINDS = {**TIDB_TEXT_KINDS, Family.TIMESTAMP: "timestamp", Family.BINARY: "base64-binary"}
+# {"location", "value"} whose location is UTC; ENUM and SET: the index and bitmask of a listed member).
+_NATIVE_KINDS = {
+    **TIDB_TEXT_KINDS,
+    Family.TIMESTAMP: "timestamp",
+    Family.BINARY: "base64-binary",
+    Family.ENUM: "enum-index",
+    Family.SET: "set-bits",
+}
 
 
 def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
