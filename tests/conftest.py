@@ -44,13 +44,13 @@ _SPARK_FILES = ("tests/spark/", "tests/test_examples.py")
 _SLOW_FILES = ("tests/spark/test_crash.py", "tests/spark/test_cluster.py", "tests/spark/test_catalogs.py",
                "tests/test_examples.py")
 # What CI runs on Spark 3.5 as well: replication end to end from files in each way the pipeline's Spark
-# side orders a batch (watermarks and the compiled Canal-JSON reader; schemas from BOOTSTRAPs, rows read by
-# the compiled Simple reader; sequences,
-# without watermarks) and from Kafka, the API's reading, decoding, views and applier, the session, one
-# example (streaming), and the demo on separate executors from an interpreter nobody named to Spark. Node
-# ids, so that one case of a file can be core. Not the other formats (their codecs are Python that never
-# meets Spark: the same under both), nor what is proved by Iceberg's commits and the job's state, the same
-# under both Sparks too: the crash chain, replaying, snapshot expiry, retried and half-done batches.
+# side orders a batch (watermarks and the compiled Canal-JSON reader; schemas from BOOTSTRAPs, rows read
+# by the compiled Simple reader; sequences, without watermarks) and from Kafka, the API's reading,
+# decoding, views and applier, the session, one example (streaming), and the demo on separate executors
+# from an interpreter nobody named to Spark. Node ids, so that one case of a file can be core. Not the
+# other formats (their codecs are Python that never meets Spark: the same under both), nor what is proved
+# by Iceberg's commits and the job's state, the same under both Sparks too: the crash chain, replaying,
+# snapshot expiry, retried and half-done batches.
 _CORE_TESTS = ("tests/spark/test_replicate.py::test_a_captured_stream_replicates_to_the_upstream_tables[canal-json]",
                "tests/spark/test_replicate.py::test_a_captured_stream_replicates_to_the_upstream_tables[simple]",
                "tests/spark/test_replicate.py::test_a_captured_stream_replicates_to_the_upstream_tables[dataworks]",
