@@ -136,7 +136,7 @@ pub fn row_record<'py>(
     py: Python<'py>,
     parts: &MessageParts<'py>,
     index: usize,
-    key_columns: &[&str],
+    key_columns: &[impl AsRef<str>],
     (before, after): (Option<&ReadImage<'_>>, Option<&ReadImage<'_>>),
     column_count: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
@@ -182,7 +182,7 @@ pub fn row_record<'py>(
 }
 
 /// The key's lake texts as a JSON array: the key columns', or every column's by name for a table without one.
-fn key_json(image: &Image<'_>, key_columns: &[&str]) -> String {
+fn key_json(image: &Image<'_>, key_columns: &[impl AsRef<str>]) -> String {
     let value_of = |name: &str| {
         image
             .iter()
@@ -194,7 +194,10 @@ fn key_json(image: &Image<'_>, key_columns: &[&str]) -> String {
         names.sort_unstable();
         names.into_iter().map(value_of).collect()
     } else {
-        key_columns.iter().map(|name| value_of(name)).collect()
+        key_columns
+            .iter()
+            .map(|name| value_of(name.as_ref()))
+            .collect()
     };
     serde_json::to_string(&values).expect("strings serialize")
 }
@@ -215,10 +218,11 @@ fn image_json(image: &Image<'_>) -> String {
 }
 
 /// The JSON array of key column names, as the change record's `key_columns` holds it.
-pub fn names_json<'py>(py: Python<'py>, names: &[&str]) -> Bound<'py, PyString> {
+pub fn names_json<'py>(py: Python<'py>, names: &[impl AsRef<str>]) -> Bound<'py, PyString> {
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
     PyString::new(
         py,
-        &serde_json::to_string(names).expect("strings serialize"),
+        &serde_json::to_string(&names).expect("strings serialize"),
     )
 }
 

@@ -9,6 +9,7 @@
 //! row's table version (`SimpleDecoder.table_columns`), so that both always read by the same schema.
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -242,23 +243,16 @@ impl SimpleRows {
             plan,
             local_is_utc,
         };
-        let after = match row.data {
-            Some(data) => Some(reader.read(data, None)?),
-            None => None,
-        };
-        let after = match after {
+        // Each image the message carries, read; any that needs Python sends the whole message there.
+        let after = match row.data.map(|data| reader.read(data, None)).transpose()? {
             Some(None) => return Ok(None),
-            Some(Some(image)) => Some(image),
-            None => None,
+            after => after.flatten(),
         };
-        let before = match row.old {
-            Some(old) => match reader.read(old, row.data.zip(after.as_ref()))? {
-                Some(image) => Some(image),
-                None => return Ok(None),
-            },
-            None => None,
+        let data = row.data.zip(after.as_ref());
+        let before = match row.old.map(|old| reader.read(old, data)).transpose()? {
+            Some(None) => return Ok(None),
+            before => before.flatten(),
         };
-        let key_columns: Vec<&str> = planned.key_columns.iter().map(String::as_str).collect();
         let parts = MessageParts {
             topic,
             partition,
@@ -272,7 +266,14 @@ impl SimpleRows {
             columns_json: plan.columns_json.bind(py).clone(),
         };
         let images = (before.as_ref(), after.as_ref());
-        let record = row_record(py, &parts, 0, &key_columns, images, plan.columns.len())?;
+        let record = row_record(
+            py,
+            &parts,
+            0,
+            &planned.key_columns,
+            images,
+            plan.columns.len(),
+        )?;
         Ok(Some(PyList::new(py, [record])?))
     }
 }
@@ -287,30 +288,29 @@ impl SimpleRows {
             return Ok(None);
         }
         let address = columns.as_ptr() as usize;
-        if !self.plans.contains_key(&address) {
-            if self.plans.len() >= CACHE_SIZE {
-                self.plans.clear();
-            }
-            let planned = self.plan(py, columns)?;
-            self.plans.insert(address, planned);
+        if self.plans.len() >= CACHE_SIZE && !self.plans.contains_key(&address) {
+            self.plans.clear();
         }
-        Ok(self.plans.get(&address))
+        Ok(Some(match self.plans.entry(address) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(new) => new.insert(plan(py, &self.planner, columns)?),
+        }))
     }
+}
 
-    fn plan(&self, py: Python<'_>, columns: Py<PyAny>) -> PyResult<Planned> {
-        let (names, texts, key_columns): (Vec<String>, Vec<String>, Vec<String>) =
-            columns.extract(py)?;
-        let entries: Vec<(String, String)> = names.into_iter().zip(texts).collect();
-        let plan = Plan::ask(py, &self.planner, &entries)?.map(Arc::new);
-        let names: Vec<&str> = key_columns.iter().map(String::as_str).collect();
-        let key_columns_json = names_json(py, &names).unbind();
-        Ok(Planned {
-            _columns: columns,
-            plan,
-            key_columns,
-            key_columns_json,
-        })
-    }
+/// The plan of the table version whose `table_columns` answer is `columns`.
+fn plan(py: Python<'_>, planner: &Py<PyAny>, columns: Py<PyAny>) -> PyResult<Planned> {
+    let (names, texts, key_columns): (Vec<String>, Vec<String>, Vec<String>) =
+        columns.extract(py)?;
+    let entries: Vec<(String, String)> = names.into_iter().zip(texts).collect();
+    let plan = Plan::ask(py, planner, &entries)?.map(Arc::new);
+    let key_columns_json = names_json(py, &key_columns).unbind();
+    Ok(Planned {
+        _columns: columns,
+        plan,
+        key_columns,
+        key_columns_json,
+    })
 }
 
 struct ImageReader<'p, 'py> {
@@ -365,7 +365,7 @@ impl ImageReader<'_, '_> {
             Value::Text(text) if !timestamp => column.text(self.py, text),
             Value::Timestamp { location, value } if timestamp => {
                 let utc = location == "UTC" || (location == "Local" && self.local_is_utc);
-                match column.kind.text(value).filter(|_| utc) {
+                match utc.then(|| column.kind.text(value)).flatten() {
                     Some(text) => Some(Some(text)),
                     None => {
                         let object = PyDict::new(self.py);

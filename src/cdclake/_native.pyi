@@ -3,8 +3,7 @@
 from collections.abc import Callable
 from typing import Any
 
-# (kind, the low and high of an integer, an enum's or set's members, the Python text function)
-ColumnSpec = tuple[str, int, int, list[str], Callable[[str], Any]]
+from cdclake.formats.base import ColumnSpec
 
 class CanalRows:
     """Canal-JSON row messages into change records (native/src/canal.rs)."""
