@@ -37,7 +37,7 @@
     track-history-except = ["updated_at"]    # and its history kept otherwise than [tables] says (any of the three)
 
     [batch]
-    max-records = 500000
+    max-records = 2000000
     interval-s = 5
     unresolved-tail = "keep"                 # or "apply"
     on-bad-message = "dead-letter"           # or "fail"

@@ -23,11 +23,14 @@ TAIL_CHOICES = ("keep", "apply")
 
 
 
-# Each batch pays several seconds of fixed costs (Spark jobs, commits, a MERGE per table) whatever its
-# size, so a backlog replicates faster in larger batches (BENCHMARKS.md compares 200,000 and 500,000).
-# A task decodes one partition's share of a batch and Spark caches it: 1,100,000 records over 8
-# partitions ran out of a 1 GiB heap, hence the larger heap session.py gives a local driver.
-DEFAULT_MAX_BATCH_RECORDS = 500_000
+# Each batch pays seconds of fixed costs (Spark jobs, commits, a MERGE per table and DDL) whatever its
+# size, and a job's first batch applies only what every partition has reached (its paces are not known
+# yet), so a backlog replicates faster in larger batches: a backlog of 1,048,520 records took 102 s in
+# one batch and 142 s in batches of 500,000, with the same memory (BENCHMARKS.md). Memory stays bounded
+# whatever the size: a task streams its records, and Spark spills the batch's cache and shuffles to disk.
+# What the cap bounds is a batch's time: how long a backlog's first changes wait to be seen, and how much
+# a restart after a crash reads again.
+DEFAULT_MAX_BATCH_RECORDS = 2_000_000
 
 
 @dataclass(frozen=True)
