@@ -26,10 +26,11 @@ TAIL_CHOICES = ("keep", "apply")
 # Each batch pays seconds of fixed costs (Spark jobs, commits, a MERGE per table and DDL) whatever its
 # size, and a job's first batch applies only what every partition has reached (its paces are not known
 # yet), so a backlog replicates faster in larger batches: a backlog of 1,048,520 records took 102 s in
-# one batch and 142 s in batches of 500,000, with the same memory (BENCHMARKS.md). Memory stays bounded
-# whatever the size: a task streams its records, and Spark spills the batch's cache and shuffles to disk.
-# What the cap bounds is a batch's time: how long a backlog's first changes wait to be seen, and how much
-# a restart after a crash reads again.
+# one batch and 142 s in batches of 500,000 (BENCHMARKS.md). A task streams its records; what grows with
+# the batch is Spark's cache of its decoded records (the JVM's live heap held up to 1.8 GiB in a batch of
+# 2,000,000, 0.6 GiB in one of 1,048,520), which Spark spills to disk where memory is short. What the cap
+# bounds is a batch's time: how long a backlog's first changes wait to be seen, and how much a restart
+# after a crash reads again.
 DEFAULT_MAX_BATCH_RECORDS = 2_000_000
 
 
