@@ -28,8 +28,8 @@ TAIL_CHOICES = ("keep", "apply")
 # yet), so a backlog replicates faster in larger batches: a backlog of 1,048,520 records took 102 s in
 # one batch and 142 s in batches of 500,000 (BENCHMARKS.md). A task streams its records; what grows with
 # the batch is Spark's cache of its decoded records (the JVM's live heap held up to 1.8 GiB in a batch of
-# 2,000,000, 0.6 GiB in one of 1,048,520), which Spark spills to disk where memory is short (the same
-# backlog with a 1 GiB heap ran as fast, 6 of the cache's blocks on disk: RELIABILITY.md). What the cap
+# 2,000,000, 0.6 GiB in one of 1,048,520), which Spark spills to disk where memory is short (3,145,740
+# records in batches of this size with a 1 GiB heap ran as fast, 6 cached blocks on disk). What the cap
 # bounds is a batch's time: how long a backlog's first changes wait to be seen, and how much a restart
 # after a crash reads again.
 DEFAULT_MAX_BATCH_RECORDS = 2_000_000
