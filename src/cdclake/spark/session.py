@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 DEFAULT_CATALOG = "lake"
 # In local mode the executors share the driver's heap, where a batch's decoded records are cached
-# while it is applied: a batch of 1,100,000 records ran out of Spark's default 1 GiB.
+# while it is applied (up to 1.8 GiB for a batch of 2,000,000 records). In Spark's default 1 GiB such
+# batches ran as fast with part of the cache on disk (RELIABILITY.md, section 5; on 2026-11-25's code a
+# batch of 1,100,000 records ran out of it): the larger heap is room, so that the cache stays in memory.
 LOCAL_DRIVER_MEMORY = "4g"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 _JAR_SETTINGS = ("spark.jars", "spark.jars.packages")
