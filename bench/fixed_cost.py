@@ -83,7 +83,7 @@ def run(events: int, max_batch_records: int) -> tuple[list[dict[str, Any]], str]
             if report is None:
                 break
             batches.append({"batch": report.batch, "records": report.records, "changes": report.changes_applied,
-                            "tables": len(report.tables), "seconds": report.seconds,
+                            "tables": len(report.tables), "writes": report.writes, "seconds": report.seconds,
                             "cpu": tree_cpu_seconds() - cpu, "jobs": newest_job() - jobs})
     workload = (f"`{stream.spec}` as `canal-json` {OPTIONS}: {stream.messages:,} messages on eight partitions")
     return batches, workload
@@ -118,7 +118,8 @@ def side_by_side(events: int, max_batch_records: int, settings: dict[str, str]) 
 
 
 def section(command: str, batches: list[dict[str, Any]], workload: str, loads: tuple[str, str]) -> str:
-    rows = "\n".join(f"| {b['batch']} | {b['records']:,} | {b['changes']:,} | {b['tables']} | {b['seconds']:.1f} | "
+    rows = "\n".join(f"| {b['batch']} | {b['records']:,} | {b['changes']:,} | {b['tables']} | {b['writes']} | "
+                     f"{b['seconds']:.1f} | "
                      f"{b['cpu']:.1f} | {b['jobs']} |" for b in batches)
     median = statistics.median(b["seconds"] for b in batches)
     verdict = "met" if median <= TARGET_S else "**not met**"
@@ -133,8 +134,8 @@ def section(command: str, batches: list[dict[str, Any]], workload: str, loads: t
 
 {heading}
 
-| batch | records | changes applied | tables | s | CPU s | Spark jobs |
-| ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| batch | records | changes applied | tables | writes | s | CPU s | Spark jobs |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 {rows}
 
 Median batch {median:.1f} s, target ≤ {TARGET_S:g} s: {verdict}.

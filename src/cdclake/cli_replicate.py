@@ -255,7 +255,7 @@ class _LiveDisplay:
         lag = Table("topic", "partition", "lag", title="lag")
         for (topic, partition), behind in sorted(report.lag.items()):
             lag.add_row(topic, str(partition), str(behind))
-        touched = Table("table", "changes", title="tables touched")
+        touched = Table("table", "changes", title=f"tables touched ({report.writes} writes)")
         for name, count in sorted(report.tables.items()):
             touched.add_row(name, str(count))
         with self._lock:

@@ -76,7 +76,7 @@ def test_whole_images_merge_inserts_updates_and_deletes(spark: Any, whole_images
 
 
 def test_a_segment_is_whole_only_if_every_row_carries_every_column_of_the_table() -> None:
-    from cdclake.spark.planning import Segment
+    from cdclake.spark.segments import Segment
 
     every = {name: str(mtype) for name, mtype in TYPES.items()}
     older = {"id": "int", "name": "varchar(10)"}  # rows from before the table gained price

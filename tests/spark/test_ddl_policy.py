@@ -157,3 +157,60 @@ def test_apply_supported_applies_the_clauses_it_can_follow_and_dead_letters_the_
     assert (dead["raw_key"], dead["raw_value"]) == (messages[2].key, messages[2].value)
     assert "(the rest applied)" in dead["reason"]
     assert [tuple(r) for r in spark.table(job.lake_name("shop", "t")).select("id", "c").collect()] == [(1, 7)]
+
+
+def test_a_tables_changes_are_written_once_across_the_ddls_its_rows_pass(spark: Any, tmp_path: Path) -> None:
+    """ADD COLUMN (no default), DROP COLUMN and an int widened to bigint change no value of the rows there:
+    the changes on both sides of them are one MERGE, after them (cdclake.spark.segments). ADD COLUMN with
+    a default fills the rows there, and a column dropped and added again must not take its old values
+    from older images: each of those cuts. The table ends as the upstream's, in three writes where a cut
+    at every DDL made six."""
+    ts = itertools.count(450_000_000_000_000_000, 1 << 18)
+    columns: dict[str, MySQLType] = {"id": MySQLType("int"), "v": MySQLType.parse("varchar(20)"),
+                                     "w": MySQLType("int")}
+
+    def row(op: Op, before: dict[str, Any] | None, after: dict[str, Any] | None) -> RowChange:
+        return RowChange(op, "shop", "t", before, after, dict(columns), ("id",), next(ts))
+
+    def alter(clause: str) -> Ddl:
+        return Ddl(DdlKind.ALTER_TABLE, "shop", "t", f"ALTER TABLE `shop`.`t` {clause}", next(ts))
+
+    events: list[Event] = [Ddl(DdlKind.CREATE_TABLE, "shop", "t", "CREATE TABLE `shop`.`t` (`id` int NOT NULL, "
+                               "`v` varchar(20), `w` int, PRIMARY KEY (`id`))", next(ts))]
+    events += [row(Op.INSERT, None, {"id": i, "v": f"v{i}", "w": i}) for i in (1, 2, 3)]
+    events.append(alter("ADD COLUMN `c` int"))
+    columns["c"] = MySQLType("int")
+    events += [row(Op.UPDATE, {"id": 1, "v": "v1", "w": 1, "c": None}, {"id": 1, "v": "v1", "w": 1, "c": 5}),
+               row(Op.INSERT, None, {"id": 4, "v": "v4", "w": 4, "c": 6}),
+               row(Op.DELETE, {"id": 3, "v": "v3", "w": 3, "c": None}, None)]
+    events.append(alter("DROP COLUMN `w`"))
+    del columns["w"]
+    events.append(row(Op.UPDATE, {"id": 2, "v": "v2", "c": None}, {"id": 2, "v": "b2", "c": None}))
+    events.append(alter("MODIFY COLUMN `c` bigint"))
+    columns["c"] = MySQLType("bigint")
+    events.append(row(Op.INSERT, None, {"id": 5, "v": "v5", "c": 2**40}))
+    events.append(alter("ADD COLUMN `d` int NOT NULL DEFAULT 7"))  # cuts: the rows there take 7
+    columns["d"] = MySQLType("int")
+    events.append(row(Op.UPDATE, {"id": 4, "v": "v4", "c": 6, "d": 7}, {"id": 4, "v": "v4", "c": 6, "d": 8}))
+    events.append(alter("DROP COLUMN `v`"))
+    del columns["v"]
+    events.append(alter("ADD COLUMN `v` int"))  # cuts: the images before the DROP carry the old v
+    columns["v"] = MySQLType("int")
+    events += [row(Op.UPDATE, {"id": 5, "c": 2**40, "d": 7, "v": None}, {"id": 5, "c": 2**40, "d": 7, "v": 9}),
+               Watermark(next(ts))]
+    options = get_codec("canal-json").resolve({"enable-tidb-extension": True})
+    messages = [dataclasses.replace(m, origin=Origin(partition=0))
+                for m in get_codec("canal-json").encoder(options).encode(events)]
+    write_captured(messages, tmp_path, "ddl")
+    job = _job("passed", "canal-json", dict(options))
+
+    reports = Replicator(spark, CapturedTopics(tmp_path), job.config()).run(once=True)
+
+    assert len(reports) == 1 and reports[0].dead_letters == 0
+    mirror = job.lake_name("shop", "t")
+    assert [f.name for f in spark.table(mirror).schema.fields] == ["id", "c", "d", "v"]
+    assert sorted(tuple(r) for r in spark.table(mirror).collect()) == [
+        (1, 5, 7, None), (2, None, 7, None), (4, 6, 8, None), (5, 2**40, 7, 9)]
+    steps = spark.sql(f"SELECT summary['cdclake.step'] AS step FROM {mirror}.snapshots "
+                      "WHERE summary['cdclake.batch'] IS NOT NULL ORDER BY committed_at").collect()
+    assert [int(r["step"]) for r in steps] == [1, 2, 3]

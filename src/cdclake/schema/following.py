@@ -38,10 +38,13 @@ class UnsupportedDdlError(DdlInterpretError):
 @dataclasses.dataclass(frozen=True)
 class Followed:
     """What the job does with one DDL: ``ddl`` to apply (a ``LIKE`` with its schema after), or None;
-    ``refusal`` the dead letter's reason when some or all of it is not followed, else None."""
+    ``refusal`` the dead letter's reason when some or all of it is not followed, else None; ``changes``
+    what is made of it to its table, whose schema was ``schema`` (None: a table the job does not know)."""
 
     ddl: Ddl | None
     refusal: str | None = None
+    changes: tuple[SchemaChange, ...] = ()
+    schema: TableSchema | None = None
 
 
 class DdlFollower:
@@ -73,7 +76,7 @@ class DdlFollower:
         changes, refused = ([], [missing]) if missing is not None else interpret_in_part(ddl, current)
         if not refused:
             self._moved(before, current, changes)
-            return Followed(ddl)
+            return Followed(ddl, changes=tuple(changes), schema=current)
         reasons = "; ".join(refused)
         if self.policy == "stop":
             raise UnsupportedDdlError(ddl, f"{reasons} (unsupported-ddl = stop: nothing of this batch was "
@@ -83,7 +86,7 @@ class DdlFollower:
         if self.policy == "skip" or not changes:
             return Followed(None, refusal)
         self._moved(before, current, changes)
-        return Followed(ddl, refusal)
+        return Followed(ddl, refusal, tuple(changes), current)
 
     def _with_like_schema(self, ddl: Ddl) -> tuple[Ddl, str | None]:
         """``ddl``, a ``CREATE TABLE ... LIKE`` given the schema it copies; or the reason it cannot be."""

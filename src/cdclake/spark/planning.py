@@ -1,5 +1,6 @@
 """Planning a batch's work per table: its DDLs in order, and its row changes cut into *segments* by them
-(the DDL barrier: every change before a DDL is applied, then the DDL, then the changes after it).
+(the DDL barrier: every change before a DDL is applied, then the DDL, then the changes after it), except
+by the DDLs the rows' images pass (:mod:`.segments`).
 
 The DDLs are judged here, in order, before the batch writes anything (:class:`DdlFollower`): a
 ``CREATE TABLE ... LIKE`` gets the schema it copies, and a DDL the job cannot follow stops the job,
@@ -21,6 +22,7 @@ from cdclake.schema.policy import UnsupportedDdl
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES
 from cdclake.spark.ordering import Facts, Ordering
 from cdclake.spark.progress import JobState
+from cdclake.spark.segments import DdlSeen, RowsChange, Segment, join_segments
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -28,31 +30,20 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Segment:
-    """A table's changes between two of its DDLs; ``columns`` the column sets its rows carry, ``partial``
-    whether an after image lacks a column its row's set names."""
-
-    index: int
-    changes: int = 0
-    columns: list[tuple[dict[str, str], list[str]]] = field(default_factory=list)
-    partial: bool = False
-
-    def whole_images(self, schema: TableSchema) -> bool:
-        """Whether every image of an insert or update holds every column of ``schema``, the table's
-        schema these rows meet (it may have columns rows of an older schema lack)."""
-        names = {c.name for c in schema.columns}
-        return not self.partial and all(names <= columns.keys() for columns, _ in self.columns)
-
-
-@dataclass
 class TableWork:
     """A table's part of the batch: its DDLs in order, each with its position (commit ts, or Kafka
-    timestamp for formats without watermarks), and its rows' segments."""
+    timestamp for formats without watermarks), and its rows' segments; ``passed`` the indexes of the
+    DDLs that cut no segment."""
 
     key: tuple[str, str]
     ddls: list[tuple[int, Ddl]] = field(default_factory=list)
     segments: dict[int, Segment] = field(default_factory=dict)
     bootstrap: TableSchema | None = None
+    passed: set[int] = field(default_factory=set)
+
+    def cuts(self, index: int) -> bool:
+        """Whether DDL ``index`` ends a segment."""
+        return index not in self.passed
 
 
 def apply_lanes(work: Mapping[tuple[str, str], TableWork]) -> list[list[TableWork]]:
@@ -91,10 +82,12 @@ def schema_of_rows(key: tuple[str, str], columns: Mapping[str, str], key_columns
 
 class TablePlanner:
     """Plans each table's part of a batch in the order ``ordering`` gives the changes, DDLs the job
-    cannot follow treated as ``unsupported_ddl`` says."""
+    cannot follow treated as ``unsupported_ddl`` says; ``rows_change`` the sink's changes a table needs
+    for rows of some column types (:meth:`cdclake.sinks.base.Sink.changes_in_rows`)."""
 
-    def __init__(self, ordering: Ordering, unsupported_ddl: UnsupportedDdl = "stop") -> None:
+    def __init__(self, ordering: Ordering, rows_change: RowsChange, unsupported_ddl: UnsupportedDdl = "stop") -> None:
         self.ordering = ordering
+        self.rows_change = rows_change
         self.unsupported_ddl = unsupported_ddl
 
     def plan_tables(self, applicable: DataFrame, facts: Facts, state: JobState, resolved: int | None
@@ -104,6 +97,7 @@ class TablePlanner:
         from pyspark.sql import functions as F
 
         work: dict[tuple[str, str], TableWork] = {}
+        seen: dict[tuple[str, str], list[DdlSeen]] = {}
         unfollowed: list[Unfollowed] = []
         follower = DdlFollower({key: known.schema for key, known in state.tables.items()}, self.unsupported_ddl,
                                lambda key: self._schema_from_rows(applicable, key))
@@ -121,8 +115,12 @@ class TablePlanner:
             if followed.ddl is None:
                 continue
             position = self.ordering.position_of(row)
-            for key in self._tables_of(followed.ddl, state, work):
+            tables = self._tables_of(followed.ddl, state, work)
+            for key in tables:
                 work.setdefault(key, TableWork(key)).ddls.append((position or 0, followed.ddl))
+                # A DDL of several tables (DROP DATABASE) is seen as one of none: it cuts.
+                schema = followed.schema if len(tables) == 1 else None
+                seen.setdefault(key, []).append(DdlSeen(followed.changes, schema))
         partial = F.max(F.col("reason").eqNullSafe("partial")).alias("partial")
         groups = (self.segmented_rows(applicable, work)
                   .groupBy("database", "table", "_segment", "columns", "key_columns")
@@ -134,6 +132,9 @@ class TablePlanner:
             segment.changes += row["count"]
             segment.partial = segment.partial or row["partial"]
             segment.columns.append((orjson.loads(row["columns"]), orjson.loads(row["key_columns"])))
+        for key, table_work in work.items():
+            table_work.passed, table_work.segments = join_segments(table_work.segments, seen.get(key, []),
+                                                                   self.rows_change)
         # The newest schema the resolved ts allows, where the batch read several.
         for schema in sorted(facts.bootstraps, key=lambda b: b.version or 0, reverse=True):
             if self._creates_from(schema, state, work, resolved):
@@ -186,18 +187,20 @@ class TablePlanner:
         return [table_before(ddl)]
 
     def segmented_rows(self, applicable: DataFrame, work: Mapping[tuple[str, str], TableWork]) -> DataFrame:
-        """The row changes of ``applicable``, each with ``_segment``: its place among its table's DDLs."""
+        """The row changes of ``applicable``, each with ``_segment``: its place among its table's DDLs
+        that cut."""
         return applicable.filter("kind = 'row'").withColumn("_segment", self._segment_column(work))
 
     def _segment_column(self, work: Mapping[tuple[str, str], TableWork]) -> Any:
-        """Per change, how many of its table's DDLs come before it (the DDL barrier)."""
+        """Per change, how many of its table's DDLs that cut come before it (the DDL barrier)."""
         from pyspark.sql import functions as F
 
         position = self.ordering.position_column()
         segment = F.lit(0)
         for (database, table), table_work in work.items():
-            if not table_work.ddls:
+            cuts = [p for i, (p, _) in enumerate(table_work.ddls) if table_work.cuts(i)]
+            if not cuts:
                 continue
-            count = sum((F.coalesce(position, F.lit(0)) >= p).cast("int") for p, _ in table_work.ddls)
+            count = sum((F.coalesce(position, F.lit(0)) >= p).cast("int") for p in cuts)
             segment = F.when((F.col("database") == database) & (F.col("table") == table), count).otherwise(segment)
         return segment

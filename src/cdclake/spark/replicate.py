@@ -11,7 +11,8 @@ One batch:
    partition order. Changes at or below what a table already applied (TiCDC re-sends after a restart)
    and re-delivered copies within the batch are dropped.
 4. **Apply** per table (through the sink, :mod:`cdclake.sinks`), tables in parallel: DDLs cut its changes into
-   segments; each segment is one MERGE. The changelog and the dead letters get one append each.
+   segments (save those its rows pass, :mod:`cdclake.spark.segments`); each segment is one MERGE. The
+   changelog and the dead letters get one append each.
 5. **Commit** the new positions, watermarks, carried messages and pending changes in one state commit.
 
 Every commit of steps 1–5 names its batch in the snapshot summary; a batch re-run after a crash skips
@@ -25,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdclake.errors import OptionError
@@ -53,11 +55,12 @@ from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_t
 from cdclake.spark.config import ReplicateConfig as ReplicateConfig  # where callers have long imported it from
 from cdclake.spark.history import HistoryKeeper
 from cdclake.spark.ordering import Facts, Ordering, net_changes
-from cdclake.spark.planning import Segment, TablePlanner, TableWork, apply_lanes, schema_of_rows
+from cdclake.spark.planning import TablePlanner, TableWork, apply_lanes, schema_of_rows
 from cdclake.spark.progress import JobState, Position, TableState, prune_primes
 from cdclake.spark.refusals import RawReader, refuse_tables, with_raw_messages
 from cdclake.spark.reporting import BatchReport as BatchReport  # where callers have long imported it from
 from cdclake.spark.reporting import ProgressListener, ProgressTracker, counting, read_counter, watching
+from cdclake.spark.segments import Segment
 from cdclake.spark.session import session_settings
 from cdclake.spark.tasks import one_task_each
 from cdclake.types import MySQLType
@@ -87,9 +90,9 @@ class Replicator:
         self.options = self.codec.resolve(config.format_options)
         self.ordering = Ordering(spark, self.codec.has_watermarks(self.options), self.codec.unique_sequences,
                                  config.include, config.exclude, config.schema_wait_s)
-        self.planner = TablePlanner(self.ordering, config.evolution.unsupported_ddl)
         self.naming = config.naming()
         self.sink = sink or _default_sink(spark, config)
+        self.planner = TablePlanner(self.ordering, self.sink.changes_in_rows, config.evolution.unsupported_ddl)
         self.history = HistoryKeeper(self.sink, config.history, self.naming)
         self._paces = PaceTracker()
         self._progress = ProgressTracker(on_progress)
@@ -351,12 +354,12 @@ class Replicator:
         lock = threading.Lock()
 
         def one(table_work: TableWork, steps_before: int) -> int:
-            touched, steps = self._apply_table(state, table_work, net, batch, recovering, resolved, lock,
-                                               steps_before)
+            table = self._apply_table(state, table_work, net, batch, recovering, resolved, lock, steps_before)
             with lock:
-                report.tables.update(touched)
+                report.tables.update(table.touched)
+                report.writes += table.writes
             self._progress.table_done(".".join(table_work.key))
-            return steps
+            return table.step
 
         def lane(table_works: list[TableWork]) -> None:
             # One count of steps for the lane: a table renamed in the batch carries the steps it stored under
@@ -383,43 +386,60 @@ class Replicator:
         return session_settings(self.spark, {key: str(max(1, int(before) // max(1, concurrent)))})
 
     def _apply_table(self, state: JobState, work: TableWork, net: DataFrame, batch: int, recovering: bool,
-                     resolved: int | None, lock: threading.Lock, steps_before: int) -> tuple[dict[str, int], int]:
+                     resolved: int | None, lock: threading.Lock, steps_before: int) -> _TableWrite:
         """One table's segments and DDLs in order, each write a step the sink stores with its rows,
         numbered after ``steps_before``: a re-run of the batch skips the steps the table holds (``done``).
-        The rows written per table, and the batch's steps then."""
+        A segment is written before the DDL that ends it, after the DDLs inside it (:mod:`.segments`).
+        What the table's work did: rows and writes, and the batch's steps then."""
         from pyspark.sql import functions as F
 
-        key = work.key
-        known = state.tables.get(key)
+        known = state.tables.get(work.key)
         # A table new to the job may have no rows yet: then its first changes are appended, not merged.
         maybe_empty = known is None
         if known is None and work.bootstrap is not None:
-            known = self._create(key, work.bootstrap)
-        done = self._steps_done(work, known) if recovering else (0, 0)
-        step = steps_before
-        touched: dict[str, int] = {}
-        table_net = net.filter((F.col("database") == key[0]) & (F.col("table") == key[1]))
-        for index in range(len(work.ddls) + 1):
-            if index > 0:
-                known, step = self._apply_ddl(known, work.ddls[index - 1][1], Step(batch, step, resolved), done,
-                                              recovering)
-                key = work.key if known is None else (known.schema.database, known.schema.table)
-            segment = work.segments.get(index)
-            if segment is None or segment.changes == 0:
-                continue
-            known = self._evolve_for_rows(key, known, segment)
-            step += 1
-            if (batch, step) > done:
-                self.sink.write_changes(known.lake_table, known.schema, table_net.filter(F.col("_segment") == index),
-                                        Step(batch, step, resolved), whole_images=segment.whole_images(known.schema),
-                                        maybe_empty=maybe_empty, part=(*work.key, index))
-                killpoints.reached("table-merged")
-            self.history.write(work.key, known, index, Step(batch, step, resolved), recovering)
-            maybe_empty = False
-            touched[known.lake_table] = touched.get(known.lake_table, 0) + segment.changes
+            known = self._create(work.key, work.bootstrap)
+        table = _TableWrite(work.key, known, net.filter((F.col("database") == work.key[0])
+                                                        & (F.col("table") == work.key[1])),
+                            self._steps_done(work, known) if recovering else (0, 0), steps_before, maybe_empty)
+        segment = 0
+        for index, (_, ddl) in enumerate(work.ddls):
+            if work.cuts(index):
+                self._write_segment(work, segment, table, batch, resolved, recovering)
+                segment += 1
+            table.known, table.step = self._apply_ddl(table.known, ddl, Step(batch, table.step, resolved),
+                                                      table.done, recovering)
+            if table.known is not None:
+                table.key = (table.known.schema.database, table.known.schema.table)
+        self._write_segment(work, segment, table, batch, resolved, recovering)
         with lock:
-            _register(state, work.key, known, resolved)
-        return touched, step
+            _register(state, work.key, table.known, resolved)
+        return table
+
+    def _write_segment(self, work: TableWork, index: int, table: _TableWrite, batch: int, resolved: int | None,
+                       recovering: bool) -> None:
+        """Segment ``index`` of the table's changes written as the next step, unless a crashed run of the
+        batch stored it (then its history is written, as that skips itself likewise)."""
+        from pyspark.sql import functions as F
+
+        segment = work.segments.get(index)
+        if segment is None or segment.changes == 0:
+            return
+        known = table.known
+        # A segment across DDLs holds rows that fit the schemas on their way (the planner checked): rows of
+        # a schema since changed, taken for new columns, would undo the DDLs.
+        known = table.known = known if segment.spans_ddls and known is not None else self._evolve_for_rows(
+            table.key, known, segment)
+        table.step += 1
+        step = Step(batch, table.step, resolved)
+        if (batch, table.step) > table.done:
+            self.sink.write_changes(known.lake_table, known.schema, table.net.filter(F.col("_segment") == index),
+                                    step, whole_images=segment.whole_images(known.schema),
+                                    maybe_empty=table.maybe_empty, part=(*work.key, index))
+            table.writes += 1
+            killpoints.reached("table-merged")
+        self.history.write(work.key, known, index, step, recovering)
+        table.maybe_empty = False
+        table.touched[known.lake_table] = table.touched.get(known.lake_table, 0) + segment.changes
 
     def _steps_done(self, work: TableWork, known: TableState | None) -> tuple[int, int]:
         """The newest step a crashed run of this batch stored for the table, under any name the table goes
@@ -539,6 +559,22 @@ def _check_not_a_query_batch(state: JobState) -> None:
     if state.plan_stream is not None:
         raise OptionError(f"the state holds batch {state.batch + 1} {_planned_by(state)}, interrupted: "
                           "restart that query to finish it before running cdclake replicate on this state")
+
+
+@dataclass
+class _TableWrite:
+    """Where one table's work of a batch stands: its upstream name and state now, its net changes, the
+    newest step a crashed run stored (``done``), the steps so far, whether it may have no rows yet, the
+    rows written per lake table and the writes made."""
+
+    key: tuple[str, str]
+    known: TableState | None
+    net: DataFrame
+    done: tuple[int, int]
+    step: int
+    maybe_empty: bool
+    touched: dict[str, int] = field(default_factory=dict)
+    writes: int = 0
 
 
 def _register(state: JobState, upstream: tuple[str, str], known: TableState | None, resolved: int | None) -> None:

@@ -43,6 +43,7 @@ class BatchReport:
     dead_letters: int = 0
     resolved_ts: int | None = None
     tables: dict[str, int] = field(default_factory=dict)
+    writes: int = 0  # of tables' rows (one MERGE or append each in Iceberg), not counting history tables
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
     seconds: float = 0.0
 
