@@ -93,14 +93,15 @@ def test_a_like_of_a_table_the_job_knows_no_schema_of_cannot_be_followed() -> No
 
 def test_a_dropped_table_cannot_be_copied_after_its_drop() -> None:
     batch = follower("skip")
-    assert batch.follow(ddl("DROP TABLE t")) == Followed(ddl("DROP TABLE t"))
+    assert batch.follow(ddl("DROP TABLE t")) == Followed(ddl("DROP TABLE t"), changes=(DropTable(),), schema=BASE)
     assert batch.follow(ddl("CREATE TABLE u LIKE t", table="u")).ddl is None
 
 
 def test_the_simple_protocols_schema_after_is_kept() -> None:
     other = table(column("x", "int"), key=(), name="u")
     event = ddl("CREATE TABLE u LIKE t", table="u", schema_after=other)
-    assert follower("stop").follow(event) == Followed(event)
+    followed = follower("stop").follow(event)
+    assert (followed.ddl, followed.refusal, followed.schema) == (event, None, None)  # a table new to the job
 
 
 # --- the policies -------------------------------------------------------------------------------------------
@@ -147,7 +148,8 @@ def test_apply_supported_with_nothing_to_apply_leaves_the_ddl_out() -> None:
 def test_a_ddl_it_can_follow_passes_under_every_policy(policy: str) -> None:
     for sql, change in (("ALTER TABLE t RENAME TO v", RenameTable("shop", "v")), ("DROP TABLE t", DropTable())):
         event = ddl(sql)
-        assert follower(policy).follow(event) == Followed(event)
+        # With what is made of it, to the table as the job knew it: what the planning judges segments by.
+        assert follower(policy).follow(event) == Followed(event, changes=(change,), schema=BASE)
         assert changes_to_apply(event, BASE, policy) == [change]  # type: ignore[arg-type]
 
 
