@@ -408,8 +408,7 @@ class Replicator:
                 segment += 1
             table.known, table.step = self._apply_ddl(table.known, ddl, Step(batch, table.step, resolved),
                                                       table.done, recovering)
-            if table.known is not None:
-                table.key = (table.known.schema.database, table.known.schema.table)
+            table.key = work.key if table.known is None else (table.known.schema.database, table.known.schema.table)
         self._write_segment(work, segment, table, batch, resolved, recovering)
         with lock:
             _register(state, work.key, table.known, resolved)
@@ -424,11 +423,11 @@ class Replicator:
         segment = work.segments.get(index)
         if segment is None or segment.changes == 0:
             return
-        known = table.known
         # A segment across DDLs holds rows that fit the schemas on their way (the planner checked): rows of
         # a schema since changed, taken for new columns, would undo the DDLs.
-        known = table.known = known if segment.spans_ddls and known is not None else self._evolve_for_rows(
-            table.key, known, segment)
+        if not segment.spans_ddls or table.known is None:
+            table.known = self._evolve_for_rows(table.key, table.known, segment)
+        known = table.known
         table.step += 1
         step = Step(batch, table.step, resolved)
         if (batch, table.step) > table.done:
