@@ -37,7 +37,8 @@ RowsChange = Callable[[TableSchema, Mapping[str, MySQLType]], Sequence[SchemaCha
 @dataclass
 class Segment:
     """A table's changes between two of its DDLs that cut; ``columns`` the column sets its rows carry
-    (with their key columns), ``partial`` whether an after image lacks a column its row's set names,
+    (with their key columns; in a segment across DDLs, an older image's set holds the columns added
+    after it too, NULL in it), ``partial`` whether an after image lacks a column its row's set names,
     ``spans_ddls`` whether DDLs the rows pass lie inside it."""
 
     index: int
