@@ -127,6 +127,11 @@ class TableSchema:
                 return column
         raise KeyError(name)
 
+    def find_column(self, name: str) -> ColumnSchema | None:
+        """The column MySQL means by ``name`` (its column names ignore case), or None."""
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
 
 # Not frozen: a decoder builds one of these per row, and a frozen dataclass's __init__ costs twice as much
 # (every field goes through object.__setattr__). Treat instances as immutable all the same.

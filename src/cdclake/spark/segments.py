@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cdclake.model import ColumnSchema, TableSchema
+from cdclake.model import TableSchema
 from cdclake.schema.ddl.changes import AddColumn, DropColumn, ModifyColumn, SchemaChange, schema_after
 from cdclake.types import Family, MySQLType
 
@@ -81,7 +81,7 @@ def rows_pass(changes: Sequence[SchemaChange], schema: TableSchema) -> bool:
         elif isinstance(change, DropColumn):
             passes = change.name.lower() not in set(keys)
         elif isinstance(change, ModifyColumn):
-            old = _column(now, change.column.name)
+            old = now.find_column(change.column.name)
             passes = old is not None and _reads_the_same(old.type, change.column.type)
         else:
             passes = False
@@ -164,10 +164,6 @@ def _reads_the_same(old: MySQLType, new: MySQLType) -> bool:
     low, high = old.integer_range()
     new_low, new_high = new.integer_range()
     return new_low <= low and high <= new_high
-
-
-def _column(schema: TableSchema, name: str) -> ColumnSchema | None:
-    return next((c for c in schema.columns if c.name.lower() == name.lower()), None)
 
 
 def _folded(names: Sequence[str]) -> tuple[str, ...]:

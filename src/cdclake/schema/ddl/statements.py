@@ -263,10 +263,7 @@ class _AlterSpec:
 
     def column(self, name: str) -> ColumnSchema | None:
         """The current definition of column ``name`` (MySQL's column names are case-insensitive)."""
-        if self.current is None:
-            return None
-        lowered = name.lower()
-        return next((c for c in self.current.columns if c.name.lower() == lowered), None)
+        return None if self.current is None else self.current.find_column(name)
 
     def known_name(self, name: str) -> str:
         column = self.column(name)

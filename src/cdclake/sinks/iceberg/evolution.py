@@ -252,7 +252,7 @@ class _Planner:
     def incompatible(self, name: str, held: str, new_type: MySQLType) -> str:
         old_mysql = ""
         if self.mysql_schema is not None:
-            known = next((c for c in self.mysql_schema.columns if c.name.lower() == name.lower()), None)
+            known = self.mysql_schema.find_column(name)
             old_mysql = f"MySQL {known.type}, " if known is not None else ""
         return (
             f"{self.named}: column {name!r} changes from {old_mysql}lake {held} to MySQL {new_type}, lake "
