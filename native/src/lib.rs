@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod canal;
 mod captured;
 mod message;
+mod open;
 mod rows;
 mod simple;
 mod texts;
@@ -14,6 +15,7 @@ mod texts;
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<canal::CanalRows>()?;
     module.add_class::<simple::SimpleRows>()?;
+    module.add_class::<open::OpenRows>()?;
     module.add_function(wrap_pyfunction!(captured::captured_line, module)?)?;
     Ok(())
 }

@@ -216,9 +216,11 @@ impl SimpleRows {
 
     /// The change records of the message `value` (tuples in `CHANGE_FIELDS`' order), or None where
     /// the Python decoder must read it.
+    #[allow(clippy::too_many_arguments)]
     fn records<'py>(
         &mut self,
         py: Python<'py>,
+        _key: Option<&[u8]>,
         value: &[u8],
         topic: Bound<'py, PyAny>,
         partition: Bound<'py, PyAny>,

@@ -2,8 +2,9 @@
 //! tell exactly, and leaves the rest (`None`) to the column's Python function, which decides.
 //!
 //! Every kind here stands for what `cdclake.schema.lake.value_text_function` makes of what the format's
-//! converter (Canal-JSON's `cdclake.formats.canal_json.values`, Simple's `cdclake.formats.simple.fast_path`)
-//! makes of the text; tests/formats/test_canal_native.py and test_simple_native.py hold the two to the
+//! converter (Canal-JSON's `cdclake.formats.canal_json.values`, Simple's `cdclake.formats.simple.fast_path`,
+//! the Open Protocol's `cdclake.formats.open_protocol.values`) makes of the text;
+//! tests/formats/test_canal_native.py, test_simple_native.py and test_open_native.py hold the two to the
 //! same output.
 
 use std::borrow::Cow;
@@ -33,8 +34,14 @@ pub enum Kind {
     Timestamp,
     /// ISO-8859-1 characters, one per byte (Canal-JSON's binary text): the bytes in standard base64.
     Latin1Binary,
-    /// The bytes in standard base64 as Go writes them (Simple's binary text): the same text.
+    /// The bytes in standard base64 as Go writes them (Simple's binary text, Open Protocol's BLOB): the
+    /// same text.
     Base64Binary,
+    /// UTF-8 text in standard base64 (Open Protocol's TEXT): the text.
+    Base64Text,
+    /// Go's `strconv.Quote` of the bytes without its quotes (Open Protocol's binary CHAR and VARCHAR):
+    /// the bytes in standard base64.
+    GoQuotedBinary,
     /// An ENUM's 1-based index in canonical digits (0 for MySQL's `''`): the member's name.
     EnumIndex { members: Vec<String> },
     /// A SET's bitmask in canonical digits, no bit beyond the members: the names of its members, joined by `,`.
@@ -59,6 +66,8 @@ impl Kind {
             "timestamp" => Kind::Timestamp,
             "latin1-binary" => Kind::Latin1Binary,
             "base64-binary" => Kind::Base64Binary,
+            "base64-text" => Kind::Base64Text,
+            "go-quoted-binary" => Kind::GoQuotedBinary,
             "enum-index" => Kind::EnumIndex { members },
             "set-bits" if members.len() <= 64 => Kind::SetBits { members },
             "python" => Kind::Python,
@@ -81,6 +90,9 @@ impl Kind {
                 .map(|fraction| Cow::Owned(six_digit_fraction(&raw[..8], fraction))),
             Kind::Latin1Binary => latin1_base64(raw).map(Cow::Owned),
             Kind::Base64Binary => canonical_base64(raw).then_some(Cow::Borrowed(raw)),
+            Kind::Base64Text => base64_text(raw).map(Cow::Owned),
+            Kind::GoQuotedBinary => go_unquote(raw)
+                .map(|bytes| Cow::Owned(base64::engine::general_purpose::STANDARD.encode(bytes))),
             Kind::Python => None,
         }
     }
@@ -303,4 +315,69 @@ fn latin1_base64(raw: &str) -> Option<String> {
 fn canonical_base64(raw: &str) -> bool {
     let engine = &base64::engine::general_purpose::STANDARD;
     matches!(engine.decode(raw), Ok(bytes) if engine.encode(&bytes) == raw)
+}
+
+fn base64_text(raw: &str) -> Option<String> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(raw).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// The bytes of Go's `strconv.Unquote` of `raw` in double quotes, or None where it fails: a bare `"`
+/// or newline, an unknown escape, a `\u` of a surrogate or past U+10FFFF, an octal escape past `\377`.
+fn go_unquote(raw: &str) -> Option<Vec<u8>> {
+    let text = raw.as_bytes();
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let (byte, next) = match (text[at], text.get(at + 1)) {
+            (b'"' | b'\n', _) => return None,
+            (b'\\', Some(b'x')) => (u8::try_from(hex(text.get(at + 2..at + 4)?)?).ok()?, at + 4),
+            (b'\\', Some(&escape @ (b'u' | b'U'))) => {
+                let end = at + if escape == b'u' { 6 } else { 10 };
+                let scalar = char::from_u32(hex(text.get(at + 2..end)?)?)?;
+                let mut utf8 = [0; 4];
+                bytes.extend_from_slice(scalar.encode_utf8(&mut utf8).as_bytes());
+                at = end;
+                continue;
+            }
+            (b'\\', Some(b'0'..=b'7')) => {
+                let digits = text.get(at + 1..at + 4)?;
+                let value = digits.iter().try_fold(0u32, |total, &digit| {
+                    (b'0'..=b'7')
+                        .contains(&digit)
+                        .then(|| total * 8 + u32::from(digit - b'0'))
+                })?;
+                (u8::try_from(value).ok()?, at + 4)
+            }
+            (b'\\', Some(escape)) => (go_escape(*escape)?, at + 2),
+            (b'\\', None) => return None,
+            (byte, _) => (byte, at + 1),
+        };
+        bytes.push(byte);
+        at = next;
+    }
+    Some(bytes)
+}
+
+/// The byte of Go's one-character escapes.
+fn go_escape(escape: u8) -> Option<u8> {
+    Some(match escape {
+        b'a' => 0x07,
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'v' => 0x0b,
+        b'\\' | b'"' => escape,
+        _ => return None,
+    })
+}
+
+fn hex(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |total, &digit| {
+        char::from(digit)
+            .to_digit(16)
+            .map(|value| total * 16 + value)
+    })
 }

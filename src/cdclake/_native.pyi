@@ -13,7 +13,13 @@ class CanalRows:
         planner: Callable[[list[str], list[str]], tuple[str, list[ColumnSpec]] | None],
     ) -> None: ...
     def records(
-        self, value: bytes, topic: str | None, partition: int | None, offset: int | None, timestamp_ms: int | None
+        self,
+        key: bytes | None,
+        value: bytes,
+        topic: str | None,
+        partition: int | None,
+        offset: int | None,
+        timestamp_ms: int | None,
     ) -> list[tuple[Any, ...]] | None: ...
 
 class SimpleRows:
@@ -27,7 +33,32 @@ class SimpleRows:
         local_is_utc: bool,
     ) -> None: ...
     def records(
-        self, value: bytes, topic: str | None, partition: int | None, offset: int | None, timestamp_ms: int | None
+        self,
+        key: bytes | None,
+        value: bytes,
+        topic: str | None,
+        partition: int | None,
+        offset: int | None,
+        timestamp_ms: int | None,
+    ) -> list[tuple[Any, ...]] | None: ...
+
+class OpenRows:
+    """Open Protocol row events into change records (native/src/open.rs), typed by
+    ``shape_types(codes, flags)``: the columns' type texts and which are key columns."""
+
+    def __init__(
+        self,
+        planner: Callable[[list[str], list[str]], tuple[str, list[ColumnSpec]] | None],
+        shape_types: Callable[[list[int], list[int]], tuple[list[str], list[bool]] | None],
+    ) -> None: ...
+    def records(
+        self,
+        key: bytes | None,
+        value: bytes,
+        topic: str | None,
+        partition: int | None,
+        offset: int | None,
+        timestamp_ms: int | None,
     ) -> list[tuple[Any, ...]] | None: ...
 
 def captured_line(

@@ -188,4 +188,4 @@ def test_the_reader_takes_options_as_the_decoder_does() -> None:
     """By their upstream names, resolved or not; a compressed stream's values go to the decoder."""
     assert native_readers(CODEC, {"enable-tidb-extension": True}) is not None
     assert native_readers(CODEC, {"large-message-handle-compression": "lz4"}) is None
-    assert native_readers(get_codec("open"), {}) is None
+    assert native_readers(get_codec("dataworks"), {}) is None

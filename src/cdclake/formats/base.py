@@ -32,10 +32,11 @@ class Decoder(Protocol):
 class RowRecordReader(Protocol):
     """A compiled reader of a format's plain row messages (:mod:`cdclake._native`)."""
 
-    def records(self, value: bytes, topic: str | None, partition: int | None, offset: int | None,
-                timestamp_ms: int | None) -> list[tuple[Any, ...]] | None:
+    def records(self, key: bytes | None, value: bytes, topic: str | None, partition: int | None,
+                offset: int | None, timestamp_ms: int | None) -> list[tuple[Any, ...]] | None:
         """The change records of one message (:data:`cdclake.spark.changes.CHANGE_FIELDS`), or None where
-        the format's decoder must read it."""
+        the format's decoder must read it. Only a format whose key says what its events are (the Open
+        Protocol's batches) reads ``key``."""
         ...
 
 
@@ -58,6 +59,11 @@ class NativeRows:
     reader: Callable[[RowPlanner, Decoder], RowRecordReader]
     converter: Callable[[MySQLType], Callable[[Any], Any]]
     kinds: Mapping[Family, str]
+    # A type's kind where its family's is not it (the Open Protocol's TEXT and BLOB come in base64).
+    kinds_by_name: Mapping[str, str] = field(default_factory=dict)
+    # The whole numbers the decoder takes for an ENUM's index or a SET's bitmask without members (None:
+    # any that the reader reads as they are).
+    member_numbers: tuple[int, int] | None = None
 
 
 # The kinds of TiDB's own texts of values, which TiCDC's text formats write as they are (see NativeRows).

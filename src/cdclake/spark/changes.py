@@ -228,7 +228,9 @@ class PartitionDecoder(PartitionReading):
         value = message.value
         if self._native is not None and value.__class__ is bytes and value:
             origin = message.origin
-            records = self._native.records(value, origin.topic, origin.partition, origin.offset, message.timestamp_ms)
+            key = message.key if message.key.__class__ is bytes else None
+            records = self._native.records(key, value, origin.topic, origin.partition, origin.offset,
+                                           message.timestamp_ms)
             if records:  # else the decoder reads it (a message of no rows too: it may be held on)
                 self._writer.add_many(records)
                 return

@@ -1,6 +1,6 @@
 """The compiled row readers' side in Python: what each table version's columns are, for the reader a
 format declares (:class:`cdclake.formats.base.NativeRows`: Canal-JSON's ``native/src/canal.rs``, the
-Simple protocol's ``native/src/simple.rs``).
+Simple protocol's ``native/src/simple.rs``, the Open Protocol's ``native/src/open.rs``).
 
 A reader turns a plain row message straight into change records, with no Python object per value. It
 asks its *planner* here once per table version (a message's column names and type texts): the
@@ -9,14 +9,15 @@ texts itself (canonical digits, plain decimals, real dates ...), and the Python 
 any other value: the decoder's converter followed by :func:`cdclake.schema.lake.value_text_function`,
 the very two calls the decoder and :class:`~cdclake.spark.changes.ChangeWriter` make. Where that function
 raises, or the columns cannot make a table, the reader leaves the message to the decoder, which says
-what is wrong. tests/formats/test_canal_native.py and test_simple_native.py hold each reader's records
-equal to the decoder's.
+what is wrong. tests/formats/test_canal_native.py, test_simple_native.py and test_open_native.py hold
+each reader's records equal to the decoder's.
 
 The kinds (native/src/texts.rs): ``text`` (the text itself), ``integer`` (canonical digits within a
 range), ``decimal``, ``float``, ``double``, ``date``, ``datetime``, ``time`` (TiDB's texts of them, and
 Go's of floats), ``timestamp`` (a TIMESTAMP's
 UTC wall clock), ``latin1-binary`` (bytes as ISO-8859-1 characters), ``base64-binary`` (bytes in
-standard base64), ``enum-index`` (an ENUM's 1-based index: its member), ``set-bits`` (a SET's bitmask: its
+standard base64), ``base64-text`` (UTF-8 text in standard base64), ``go-quoted-binary`` (bytes in Go's
+quoted text), ``enum-index`` (an ENUM's 1-based index: its member), ``set-bits`` (a SET's bitmask: its
 members) and ``python`` (every value through the function).
 """
 
@@ -80,5 +81,7 @@ def _column_plan(native: NativeRows, mtype: MySQLType) -> ColumnSpec:
     if family is Family.YEAR:
         return ("integer", *_YEARS, [], python_text)
     if family in (Family.ENUM, Family.SET) and mtype.elements is None:
-        return ("integer", *_ANY_INTEGER, [], python_text)  # a bare enum's index, a bare set's bitmask
-    return (native.kinds.get(family, "python"), *_NO_RANGE, list(mtype.elements or ()), python_text)
+        # a bare enum's index, a bare set's bitmask
+        return ("integer", *(native.member_numbers or _ANY_INTEGER), [], python_text)
+    kind = native.kinds_by_name.get(mtype.name) or native.kinds.get(family, "python")
+    return (kind, *_NO_RANGE, list(mtype.elements or ()), python_text)

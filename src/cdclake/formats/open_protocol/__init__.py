@@ -18,21 +18,38 @@ cannot carry.
 
 The modules: :mod:`.wire` (constants, type codes, DDL action types, the batch framing), :mod:`.text`
 (Go's string quoting and TiCDC's JSON text), :mod:`.values` (one column's value, read and written),
-:mod:`.fast_path` (the compiled per-shape image readers), :mod:`.decoder` and :mod:`.encoder`.
+:mod:`.fast_path` (the compiled per-shape image readers), :mod:`.decoder` and :mod:`.encoder`. The Spark
+pipeline reads plain row messages with a compiled reader (``native/src/open.rs``, declared here as
+``native_rows``), which leaves every other message to the decoder.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
+from cdclake._native import OpenRows
 from cdclake.errors import OptionError
-from cdclake.formats.base import TZ_OPTION, Codec, Option, parse_bool, parse_int
+from cdclake.formats.base import TIDB_TEXT_KINDS, TZ_OPTION, Codec, NativeRows, Option, parse_bool, parse_int
 from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
 from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
 from cdclake.formats.open_protocol.decoder import OpenDecoder
 from cdclake.formats.open_protocol.encoder import OpenEncoder
-from cdclake.formats.open_protocol.wire import FORMAT
+from cdclake.formats.open_protocol.values import _converter, _type_of
+from cdclake.formats.open_protocol.wire import (
+    _BASE64_CODES,
+    _CODE_OF,
+    _KEY_FLAGS,
+    _TYPE_NAMES,
+    _U64_MAX,
+    FORMAT,
+    _Invalid,
+)
+from cdclake.types import Family, MySQLType
 from cdclake.values import zone
 
 
@@ -63,6 +80,55 @@ OPTIONS: dict[str, Option] = {
     **LARGE_MESSAGE_OPTIONS,
 }
 
+def _shape_types(codes: list[int], flags: list[int]) -> tuple[list[str], list[bool]] | None:
+    """A row image's columns as the decoder types them by their type codes and flags: their type texts
+    and whether each is a key column; None where one has no type (the NULL code) or an unknown code."""
+    try:
+        types = [_type_of(code, flag) for code, flag in zip(codes, flags, strict=True)]
+    except _Invalid:
+        return None
+    if any(mtype is None for mtype in types):
+        return None
+    return [str(mtype) for mtype in types], [bool(flag & _KEY_FLAGS) for flag in flags]
+
+
+def _json_converter(mtype: MySQLType, tz: dt.tzinfo) -> Callable[[str], Any]:
+    """The decoder's converter of a column of ``mtype``, for its value's JSON text. The code it is given
+    is the first its type's name has: the name alone tells a base64 TEXT or BLOB from the rest."""
+    convert = _converter(mtype, _CODE_OF[mtype.name], tz)
+    return lambda raw: convert(orjson.loads(raw))
+
+
+# JSON strings of TiDB's texts and of Go's quoted bytes; JSON numbers (whole numbers are always read).
+_NATIVE_KINDS = {**TIDB_TEXT_KINDS, Family.BINARY: "go-quoted-binary"}
+# TEXT and BLOB (tinytext ... longblob) come in base64.
+_BASE64_KINDS = {
+    name: kind
+    for code in _BASE64_CODES
+    for name, kind in zip(_TYPE_NAMES[code], ("base64-text", "base64-binary"), strict=True)
+}
+
+
+def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
+    """TiCDC's row events, read by ``native/src/open.rs``; a compressed value the decoder reads."""
+    if options["large-message-handle-compression"] != "none":
+        return None
+    tz = zone(options["tz"])
+    # A TIMESTAMP text is the wall clock in the tz: the UTC one, whose lake text is its DATETIME text, in UTC.
+    kinds = {**_NATIVE_KINDS, Family.TIMESTAMP: "datetime"} if tz.utcoffset(None) == dt.timedelta(0) else _NATIVE_KINDS
+
+    def converter(mtype: MySQLType) -> Callable[[str], Any]:
+        return _json_converter(mtype, tz)
+
+    return NativeRows(
+        lambda planner, decoder: OpenRows(planner, _shape_types),
+        converter,
+        kinds,
+        kinds_by_name=_BASE64_KINDS,
+        member_numbers=(0, _U64_MAX),
+    )
+
+
 CODEC = Codec(
     name=FORMAT,
     options=OPTIONS,
@@ -73,6 +139,7 @@ CODEC = Codec(
     binary=True,
     # An ENUM's index and a SET's bitmask: the column's type code says no more than ENUM or SET.
     value_carrier=carries_member_numbers,
+    native_rows=_native_rows,
 )
 
 __all__ = ["CODEC", "OPTIONS", "OpenDecoder", "OpenEncoder"]
