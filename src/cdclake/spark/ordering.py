@@ -56,15 +56,16 @@ class Facts:
     tables: set[tuple[str, str]] = field(default_factory=set)  # named by a row
     rows: int = 0  # row changes decoded
     ddls: list[Any] = field(default_factory=list)  # the DDL records: coordinates and event
-    # Whether two of the changes that may apply hash alike (True where not counted): if none do, none is
-    # a copy of another, and dedupe has nothing to compare (Ordering.deduplicated).
-    copies_possible: bool = True
+    # The kinds of record ("row", "ddl") among the changes that may apply whose identities hash alike
+    # (None where not counted): a record of another kind is no copy, and dedupe compares only these
+    # kinds (Ordering.deduplicated). A format that sends each DDL to every partition shares only "ddl".
+    shared_kinds: frozenset[str] | None = None
     _error_places: list[tuple[str, int, int, str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, decoded: DataFrame, sequences: bool = False, candidates: DataFrame | None = None) -> Facts:
         """The facts of ``decoded``; with ``sequences``, the newest change sequence per partition too; with
-        ``candidates`` (the changes that may apply: the batch's and those pending), whether any two of them
+        ``candidates`` (the changes that may apply: the batch's and those pending), the kinds of those that
         may be copies, counted here rather than by a query of dedupe's own."""
         from pyspark.sql import functions as F
 
@@ -88,8 +89,12 @@ class Facts:
                  .select(F.lit("table").alias("kind"), "database", "table", "rows"))
         wanted = wanted.unionByName(named, allowMissingColumns=True)
         if candidates is not None:
-            shared = (with_identity(candidates).groupBy("_identity").count().filter("count > 1")
-                      .agg(F.count("*").alias("rows")).select(F.lit("shared").alias("kind"), "rows"))
+            facts.shared_kinds = frozenset()
+            # A set per identity, not its first kind: a copied row whose hash a DDL's shares is still a copy.
+            shared = (with_identity(candidates).groupBy("_identity")
+                      .agg(F.count("*").alias("records"), F.collect_set("kind").alias("kinds"))
+                      .filter("records > 1").select(F.explode("kinds").alias("shared_kind")).distinct()
+                      .select(F.lit("shared").alias("kind"), "shared_kind"))
             wanted = wanted.unionByName(shared, allowMissingColumns=True)
         for row in wanted.collect():
             kind, tp = row["kind"], (row["topic"], row["partition"])
@@ -114,7 +119,7 @@ class Facts:
             elif kind == "error":
                 errors.append(row)
             elif kind == "shared":
-                facts.copies_possible = row["rows"] > 0
+                facts.shared_kinds = (facts.shared_kinds or frozenset()) | {row["shared_kind"]}
         facts.add_errors(errors)
         return facts
 
@@ -296,11 +301,13 @@ class Ordering:
             if position is not None and row["newest"] is not None:
                 position.sequence = max(position.sequence or 0, int(row["newest"]))
 
-    def deduplicated(self, changes: DataFrame, copies_possible: bool = True) -> tuple[DataFrame, DataFrame | None]:
+    def deduplicated(self, changes: DataFrame, shared_kinds: frozenset[str] | None = None
+                     ) -> tuple[DataFrame, DataFrame | None]:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
-        the first delivery kept; ``changes`` as they are where ``copies_possible`` is False (see
-        :attr:`Facts.copies_possible`). Also the copies found, persisted, for the caller to unpersist once
-        done with the changes (None where none were looked for or found).
+        the first delivery kept; only records of ``shared_kinds`` compared, where it is known (see
+        :attr:`Facts.shared_kinds`): none, and ``changes`` are as they are; only "ddl", and no row is
+        hashed. Also the copies found, persisted, for the caller to unpersist once done with the changes
+        (None where none were looked for or found).
 
         Only changes whose identity hashes like another's can be copies, so a cheap count of the
         hashes finds them, and only those go through the exact comparison (a window over whole images,
@@ -312,9 +319,10 @@ class Ordering:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        if not copies_possible:
+        if shared_kinds is not None and not shared_kinds:
             return changes, None
-        hashed = with_identity(changes)
+        compared = changes if shared_kinds is None else changes.filter(F.col("kind").isin(*sorted(shared_kinds)))
+        hashed = with_identity(compared)
         # The shared hashes stay a Spark aggregate, not rows collected and made into a DataFrame again:
         # such a DataFrame is made anew by a Python worker at each use of the query. Persisted, so that
         # the join below reads the aggregate the check computed rather than counting the batch again.

@@ -288,7 +288,7 @@ class Replicator:
         # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
         # records again, which costs less than caching it too; where copies were found, it joins them away.
         applicable, copies = self.ordering.deduplicated(self.ordering.not_yet_applied(
-            changes if ready is None else changes.filter(ready), state), facts.copies_possible)
+            changes if ready is None else changes.filter(ready), state), facts.shared_kinds)
         try:
             self._apply_changes(state, applicable, decoded, facts, batch, recovering, resolved, report, reread)
         finally:
