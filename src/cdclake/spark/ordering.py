@@ -305,41 +305,53 @@ class Ordering:
                      ) -> tuple[DataFrame, DataFrame | None]:
         """Each change once: re-delivered copies (same table, op, commit ts or sequence, images) dropped,
         the first delivery kept; only records of ``shared_kinds`` compared, where it is known (see
-        :attr:`Facts.shared_kinds`): none, and ``changes`` are as they are; only "ddl", and no row is
-        hashed. Also the copies found, persisted, for the caller to unpersist once done with the changes
-        (None where none were looked for or found).
+        :attr:`Facts.shared_kinds`): none, and ``changes`` are as they are. Also the copies found,
+        persisted, for the caller to unpersist once done with the changes (None where none were looked
+        for or found).
 
-        Only changes whose identity hashes like another's can be copies, so a cheap count of the
+        Rows are many: only those whose identity hashes like another's can be copies, so a count of the
         hashes finds them, and only those go through the exact comparison (a window over whole images,
-        which costs a shuffle and sort of every column): a clean batch pays for the count alone. The copies
-        are kept as their places (topic, partition, offset, index: one record each), few beside the batch,
-        and joined away at each use of the changes: persisting the batch's changes again cost more (a
-        stream that sends each DDL to every partition has copies in every batch with a DDL)."""
-        from pyspark import StorageLevel
-        from pyspark.sql import Window
+        which costs a shuffle and sort of every column). DDLs are few (one per partition each, in a
+        format that sends them to every partition): where only they may be copies, all of them are
+        compared, and no row is hashed. The copies are kept as their places (topic, partition, offset,
+        index: one record each), few beside the batch, and joined away at each use of the changes:
+        persisting the batch's changes again cost more (a stream that sends each DDL to every partition
+        has copies in every batch with a DDL)."""
         from pyspark.sql import functions as F
 
         if shared_kinds is not None and not shared_kinds:
             return changes, None
-        compared = changes if shared_kinds is None else changes.filter(F.col("kind").isin(*sorted(shared_kinds)))
-        hashed = with_identity(compared)
-        # The shared hashes stay a Spark aggregate, not rows collected and made into a DataFrame again:
-        # such a DataFrame is made anew by a Python worker at each use of the query. Persisted, so that
-        # the join below reads the aggregate the check computed rather than counting the batch again.
-        shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity").persist()
-        try:
-            if not shared.take(1):
-                return changes, None
-            first = Window.partitionBy(*IDENTITY).orderBy("partition", "offset", "index")
-            copies = (hashed.join(F.broadcast(shared), "_identity").withColumn("_copy", F.row_number().over(first))
-                      .filter("_copy > 1").select(*(F.col(c).alias(f"_copy_{c}") for c in PLACE))
-                      .persist(StorageLevel.MEMORY_AND_DISK_DESER))
-            copies.count()
-        finally:
-            shared.unpersist()
+        if shared_kinds is not None and "row" not in shared_kinds:
+            copies = _copies(with_identity(changes.filter(F.col("kind").isin(*sorted(shared_kinds)))))
+        else:
+            hashed = with_identity(changes)
+            # The shared hashes stay a Spark aggregate, not rows collected and made into a DataFrame again:
+            # such a DataFrame is made anew by a Python worker at each use of the query. Persisted, so that
+            # the join below reads the aggregate the check computed rather than counting the batch again.
+            shared = hashed.groupBy("_identity").count().filter("count > 1").select("_identity").persist()
+            try:
+                if not shared.take(1):
+                    return changes, None
+                copies = _copies(hashed.join(F.broadcast(shared), "_identity"))
+            finally:
+                shared.unpersist()
         # Null-safe: a record decoded from no message of a partition has no place there.
         same_place = [F.col(c).eqNullSafe(F.col(f"_copy_{c}")) for c in PLACE]
         return changes.join(F.broadcast(copies), same_place, "left_anti"), copies
+
+
+def _copies(compared: DataFrame) -> DataFrame:
+    """The places of the records of ``compared`` (with their identity) that repeat an earlier one of the
+    same identity, persisted and counted."""
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    first = Window.partitionBy(*IDENTITY).orderBy("partition", "offset", "index")
+    copies = (compared.withColumn("_copy", F.row_number().over(first)).filter("_copy > 1")
+              .select(*(F.col(c).alias(f"_copy_{c}") for c in PLACE)).persist(StorageLevel.MEMORY_AND_DISK_DESER))
+    copies.count()
+    return copies
 
 
 # Where a change record was decoded: one record each.
