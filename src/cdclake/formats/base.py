@@ -53,8 +53,10 @@ class NativeRows:
     """How a format's compiled row reader is made for resolved options: ``reader(planner, decoder)``,
     one per partition, beside the codec's own ``decoder`` of that partition (whose schemas a format
     without types in its rows reads by). The planner reads a value the reader does not with
-    ``converter(type)``, the decoder's own; ``kinds`` names, per family of types, the kind of wire text
-    the reader reads itself (:mod:`cdclake.spark.native_rows`; whole numbers it always reads)."""
+    ``converter(type)``, the decoder's own, given the value's text as the reader passes it (a JSON
+    string's content; the Open Protocol's reader, whose values are JSON numbers too, the value's JSON
+    text); ``kinds`` names, per family of types, the kind of wire text the reader reads itself
+    (:mod:`cdclake.spark.native_rows`; whole numbers it always reads)."""
 
     reader: Callable[[RowPlanner, Decoder], RowRecordReader]
     converter: Callable[[MySQLType], Callable[[Any], Any]]

@@ -90,11 +90,12 @@ class Facts:
         wanted = wanted.unionByName(named, allowMissingColumns=True)
         if candidates is not None:
             facts.shared_kinds = frozenset()
-            # A set per identity, not its first kind: a copied row whose hash a DDL's shares is still a copy.
-            shared = (with_identity(candidates).groupBy("_identity")
-                      .agg(F.count("*").alias("records"), F.collect_set("kind").alias("kinds"))
-                      .filter("records > 1").select(F.explode("kinds").alias("shared_kind")).distinct()
-                      .select(F.lit("shared").alias("kind"), "shared_kind"))
+            # Whether each kind is among an identity's records, not its first kind: a copied row whose hash
+            # a DDL's shares is still a copy. Booleans, cheaper to aggregate than a set of kinds.
+            kinds = {kind: F.max(F.col("kind") == kind).alias(f"shares_{kind}") for kind in CHANGE_KINDS}
+            shared = (with_identity(candidates).groupBy("_identity").agg(F.count("*").alias("records"), *kinds.values())
+                      .filter("records > 1").agg(*(F.max(f"shares_{kind}").alias(f"shares_{kind}") for kind in kinds))
+                      .select(F.lit("shared").alias("kind"), *(f"shares_{kind}" for kind in kinds)))
             wanted = wanted.unionByName(shared, allowMissingColumns=True)
         for row in wanted.collect():
             kind, tp = row["kind"], (row["topic"], row["partition"])
@@ -119,7 +120,7 @@ class Facts:
             elif kind == "error":
                 errors.append(row)
             elif kind == "shared":
-                facts.shared_kinds = (facts.shared_kinds or frozenset()) | {row["shared_kind"]}
+                facts.shared_kinds = frozenset(kind for kind in CHANGE_KINDS if row[f"shares_{kind}"])
         facts.add_errors(errors)
         return facts
 
@@ -354,6 +355,8 @@ def _copies(compared: DataFrame) -> DataFrame:
     return copies
 
 
+# The kinds of change record: the changes that may apply, and that may be copies.
+CHANGE_KINDS = ("row", "ddl")
 # Where a change record was decoded: one record each.
 PLACE = ("topic", "partition", "offset", "index")
 # What makes two change records the same change, whatever their place in Kafka.
