@@ -295,9 +295,7 @@ impl OpenRows {
             let Ok(commit_ts) = i64::try_from(key.commit_ts) else {
                 return Ok(None);
             };
-            let Some(planned) = self.planned(py, &key, event.typed)? else {
-                return Ok(None);
-            };
+            let planned = self.planned(py, &key, event.typed)?;
             let Some(plan) = planned.plan.as_deref() else {
                 return Ok(None);
             };
@@ -338,7 +336,7 @@ impl OpenRows {
         py: Python<'_>,
         key: &RowKey<'_>,
         typed: &Image<'_>,
-    ) -> PyResult<Option<&Planned>> {
+    ) -> PyResult<&Planned> {
         let at = format!("{}\0{}", key.database, key.table);
         if !self
             .plans
@@ -351,7 +349,7 @@ impl OpenRows {
             }
             self.plans.insert(at.clone(), planned);
         }
-        Ok(self.plans.get(&at))
+        Ok(&self.plans[&at])
     }
 
     fn plan(&self, py: Python<'_>, key: &RowKey<'_>, typed: &Image<'_>) -> PyResult<Planned> {
