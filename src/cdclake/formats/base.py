@@ -9,6 +9,7 @@ Protocol) close their last batch at the end of each call.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -80,6 +81,12 @@ TIDB_TEXT_KINDS: Mapping[Family, str] = {
     Family.DATETIME: "datetime",
     Family.TIME: "time",
 }
+
+
+def kinds_in_zone(kinds: Mapping[Family, str], tz: dt.tzinfo) -> Mapping[Family, str]:
+    """``kinds`` for a stream whose TIMESTAMP texts are wall clocks in ``tz``: in UTC that wall clock is the
+    UTC one, whose lake text is its DATETIME text; in any other zone the planner's function reads it."""
+    return {**kinds, Family.TIMESTAMP: "datetime"} if tz.utcoffset(None) == dt.timedelta(0) else kinds
 
 
 class Encoder(Protocol):

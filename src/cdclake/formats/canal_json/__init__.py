@@ -28,7 +28,6 @@ every other message to the decoder.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -42,6 +41,7 @@ from cdclake.formats.base import (
     Option,
     ValueCarrier,
     carries_every_value,
+    kinds_in_zone,
     parse_bool,
 )
 from cdclake.formats.canal_json.decoder import CanalJsonDecoder
@@ -88,9 +88,8 @@ def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
     if options["large-message-handle-compression"] != "none":
         return None
     tz = zone(options["tz"])
-    # A TIMESTAMP text is the wall clock in the tz: the UTC one, whose lake text is its DATETIME text, in UTC.
-    kinds = {**_NATIVE_KINDS, Family.TIMESTAMP: "datetime"} if tz.utcoffset(None) == dt.timedelta(0) else _NATIVE_KINDS
-    return NativeRows(lambda planner, decoder: CanalRows(planner), functools.partial(_converter, tz=tz), kinds)
+    return NativeRows(lambda planner, decoder: CanalRows(planner), functools.partial(_converter, tz=tz),
+                      kinds_in_zone(_NATIVE_KINDS, tz))
 
 
 # Without the TiDB extension Canal-JSON carries neither commit ts nor watermarks.

@@ -26,6 +26,7 @@ pipeline reads plain row messages with a compiled reader (``native/src/open.rs``
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,7 +34,16 @@ import orjson
 
 from cdclake._native import OpenRows
 from cdclake.errors import OptionError
-from cdclake.formats.base import TIDB_TEXT_KINDS, TZ_OPTION, Codec, NativeRows, Option, parse_bool, parse_int
+from cdclake.formats.base import (
+    TIDB_TEXT_KINDS,
+    TZ_OPTION,
+    Codec,
+    NativeRows,
+    Option,
+    kinds_in_zone,
+    parse_bool,
+    parse_int,
+)
 from cdclake.formats.carried import carries_member_numbers
 from cdclake.formats.compression import COMPRESSION_OPTION
 from cdclake.formats.large_messages import LARGE_MESSAGE_OPTIONS
@@ -80,6 +90,7 @@ OPTIONS: dict[str, Option] = {
     **LARGE_MESSAGE_OPTIONS,
 }
 
+
 def _shape_types(codes: list[int], flags: list[int]) -> tuple[list[str], list[bool]] | None:
     """A row image's columns as the decoder types them by their type codes and flags: their type texts
     and whether each is a key column; None where one has no type (the NULL code) or an unknown code."""
@@ -114,16 +125,10 @@ def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
     if options["large-message-handle-compression"] != "none":
         return None
     tz = zone(options["tz"])
-    # A TIMESTAMP text is the wall clock in the tz: the UTC one, whose lake text is its DATETIME text, in UTC.
-    kinds = {**_NATIVE_KINDS, Family.TIMESTAMP: "datetime"} if tz.utcoffset(None) == dt.timedelta(0) else _NATIVE_KINDS
-
-    def converter(mtype: MySQLType) -> Callable[[str], Any]:
-        return _json_converter(mtype, tz)
-
     return NativeRows(
         lambda planner, decoder: OpenRows(planner, _shape_types),
-        converter,
-        kinds,
+        functools.partial(_json_converter, tz=tz),
+        kinds_in_zone(_NATIVE_KINDS, tz),
         kinds_by_name=_BASE64_KINDS,
         member_numbers=(0, _U64_MAX),
     )
