@@ -21,7 +21,7 @@ from pyspark import cloudpickle
 
 import cdclake.model
 from cdclake.sources.captured import CapturedTopics
-from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
+from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, SourceRecord, plan_ranges
 from cdclake.workload import Workload, WorkloadSpec, messages, write_captured
 
 # Spark's workers cannot import bench/'s modules: what of this one goes into a task (Prefix) goes by value.
@@ -72,8 +72,8 @@ class Prefix:
         return {tp: PartitionExtent(e.low, min(e.high, e.low + self.per_partition))
                 for tp, e in self.source.extents().items()}
 
-    def read(self, offset_range: OffsetRange) -> Iterator[Any]:
-        return self.source.read(offset_range)
+    def records(self, offset_range: OffsetRange) -> Iterator[SourceRecord]:
+        return self.source.records(offset_range)
 
 
 def workload_spec(events: int, text_nul: bool = True) -> WorkloadSpec:

@@ -63,6 +63,7 @@ from cdclake.formats import get_codec
 from cdclake.localkafka import KAFKA_BROKER, LocalKafka
 from cdclake.model import Origin, RawMessage
 from cdclake.sinks.iceberg.tables import KEY_PROPERTY
+from cdclake.sources.captured import read_partition
 from cdclake.sources.kafka import KafkaTopics, create_topic
 from cdclake.sources.ranges import OffsetRange, Source
 from cdclake.spark.changes import CHANGE_DDL, CarriedMessage, DecodeTask, decode_tasks
@@ -223,7 +224,7 @@ def produced_to_kafka(stream: CapturedStream, bootstrap_servers: str | None) -> 
         create_topic(kafka, topic, PARTITIONS)
         start = time.perf_counter()
         produced = produce_to_kafka(itertools.chain.from_iterable(
-            stream.source.read(OffsetRange(stream.topic, partition, extent.low, extent.high))
+            read_partition(stream.root, stream.topic, partition, extent.low, extent.high)
             for (_, partition), extent in sorted(stream.source.extents().items())), kafka, topic)
         produce_seconds = time.perf_counter() - start
         print(f"produced to Kafka: {produced:,} messages in {produce_seconds:,.1f} s (not timed), topic {topic} on "

@@ -111,9 +111,8 @@ class KafkaCapture:
         writer = self._writer(topic)
         summary = self.partitions.setdefault((topic, partition), PartitionCapture(topic, partition))
         copied = 0
-        for message in self.kafka.read(offset_range):
-            offset = message.origin.offset
-            writer.append(partition, message.key, message.value, message.timestamp_ms, message.headers, offset=offset)
+        for offset, timestamp_ms, key, value, headers in self.kafka.records(offset_range):
+            writer.append(partition, key, value, timestamp_ms, headers, offset=offset)
             if summary.first is None:
                 summary.first = offset
             summary.last = offset

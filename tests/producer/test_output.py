@@ -11,7 +11,7 @@ from cdclake.producer import ProducerError, produce_to_kafka
 from cdclake.producer import write_captured as write
 from cdclake.sources.captured import CapturedTopics, read_partition
 from cdclake.sources.kafka import KafkaTopics
-from cdclake.sources.ranges import OffsetRange
+from cdclake.sources.ranges import OffsetRange, as_messages
 from cdclake.workload import Stream, Workload, WorkloadSpec, messages, produce
 from tests.kafka import Kafka
 
@@ -45,7 +45,8 @@ def test_kafka_gets_each_message_in_its_partition(stream: Stream, kafka: Kafka) 
     source = KafkaTopics(config, names=["orders"])
     extents = source.extents()
     assert {p: extent.high for (_, p), extent in extents.items()} == {p: len(m) for p, m in stream.partitions.items()}
-    read = [m for (topic, p), e in sorted(extents.items()) for m in source.read(OffsetRange(topic, p, e.low, e.high))]
+    read = [m for (topic, p), e in sorted(extents.items())
+            for m in as_messages(source.records(OffsetRange(topic, p, e.low, e.high)), topic, p)]
     assert records(read) == records(list(stream))
 
 

@@ -55,8 +55,8 @@ def as_kept(produced: list[Produced]) -> dict[int, list[Kept]]:
 def read_back(root: Path, topic: str) -> dict[int, list[Kept]]:
     source = CapturedTopics(root, [topic])
     return {
-        partition: [(m.origin.offset, m.key, m.value, m.timestamp_ms, m.headers)
-                    for m in source.read(OffsetRange(topic, partition, extent.low, extent.high))]
+        partition: [(offset, key, value, timestamp_ms, headers) for offset, timestamp_ms, key, value, headers
+                    in source.records(OffsetRange(topic, partition, extent.low, extent.high))]
         for (_, partition), extent in sorted(source.extents().items())
     }
 

@@ -106,7 +106,7 @@ def _read_as_a_job(root: Path, batch_records: int) -> list[int]:
     read = []
     while ranges := plan_ranges(source.extents(), positions, batch_records):
         for offset_range in ranges:
-            read += [m.origin.offset for m in source.read(offset_range)]
+            read += [offset for offset, *_ in source.records(offset_range)]
             positions[(offset_range.topic, offset_range.partition)] = offset_range.end
     return read
 

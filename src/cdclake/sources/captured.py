@@ -35,8 +35,8 @@ import pybase64
 
 from cdclake._native import captured_line
 from cdclake.errors import CdclakeError
-from cdclake.model import Origin, RawMessage
-from cdclake.sources.ranges import OffsetRange, PartitionExtent
+from cdclake.model import RawMessage
+from cdclake.sources.ranges import OffsetRange, PartitionExtent, SourceRecord, as_messages
 
 SEGMENT_RECORDS = 100_000
 _SEGMENT_DIGITS = 20
@@ -287,6 +287,12 @@ def partition_extent(root: Path, topic: str, partition: int) -> PartitionExtent 
 
 def read_partition(root: Path, topic: str, partition: int, start: int = 0, end: int | None = None
                    ) -> Iterator[RawMessage]:
+    """The records of one partition with ``start <= offset < end``, in offset order, as raw messages."""
+    until = _MAX_OFFSET + 1 if end is None else end
+    return as_messages(partition_records(root, topic, partition, start, until), topic, partition)
+
+
+def partition_records(root: Path, topic: str, partition: int, start: int, end: int) -> Iterator[SourceRecord]:
     """The records of one partition with ``start <= offset < end``, in offset order.
 
     Every segment touched is checked to its end, past ``end`` too: a record below one the range stopped
@@ -296,13 +302,12 @@ def read_partition(root: Path, topic: str, partition: int, start: int = 0, end: 
         next_base = segments[i + 1][0] if i + 1 < len(segments) else None
         if next_base is not None and next_base <= start:
             continue
-        if end is not None and base >= end:
+        if base >= end:
             return
-        yield from _read_segment(segment, (base, next_base), topic, partition, start, end)
+        yield from _read_segment(segment, (base, next_base), start, end)
 
 
-def _read_segment(segment: Path, bounds: tuple[int, int | None], topic: str, partition: int, start: int,
-                  end: int | None) -> Iterator[RawMessage]:
+def _read_segment(segment: Path, bounds: tuple[int, int | None], start: int, end: int) -> Iterator[SourceRecord]:
     """The segment's records in the range; ``bounds``: its base offset and the next segment's, if any.
     A record outside the range is only placed, its offset read and its order checked: the range that holds
     it checks the rest (a range reads its segments to their ends, mostly records of other ranges).
@@ -310,29 +315,25 @@ def _read_segment(segment: Path, bounds: tuple[int, int | None], topic: str, par
     Each line goes to the compiled reader first (``native/src/captured.rs``), which reads the usual
     shape of line and leaves any other (unusual base64, anything wrong) to the checks here."""
     previous = None
-    until = _MAX_OFFSET + 1 if end is None else end
     with segment.open("rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line or line.isspace():  # as not line.strip(), without copying the line
                 continue
-            read = captured_line(line, start, until)
+            read = captured_line(line, start, end)
             if read is None:
                 where = f"{segment}:{number}"
                 record = _record(line, where)
                 offset = _offset(record, where)
                 _check_order(offset, previous, bounds, segment, number)
                 previous = offset
-                if start <= offset < until:
-                    yield _message(_checked(record, where), Origin(topic=topic, partition=partition, offset=offset),
-                                   where)
+                if start <= offset < end:
+                    yield _source_record(offset, _checked(record, where), where)
                 continue
             offset, fields = read
             _check_order(offset, previous, bounds, segment, number)
             previous = offset
             if fields is not None:
-                timestamp_ms, key, value, headers = fields
-                yield RawMessage(key, value, Origin(topic=topic, partition=partition, offset=offset), timestamp_ms,
-                                 headers)
+                yield (offset, *fields)
 
 
 def _check_order(offset: int, previous: int | None, bounds: tuple[int, int | None], segment: Path,
@@ -408,14 +409,10 @@ def _is_header(pair: Any) -> bool:
     return isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str | None)
 
 
-def _message(record: dict[str, Any], origin: Origin, where: str) -> RawMessage:
-    return RawMessage(
-        key=_unb64(record.get("key"), where),
-        value=_unb64(record.get("value"), where),
-        origin=origin,
-        timestamp_ms=record.get("timestamp"),
-        headers=tuple((name, _unb64(data, where) or b"") for name, data in record.get("headers") or ()),
-    )
+def _source_record(offset: int, record: dict[str, Any], where: str) -> SourceRecord:
+    headers = tuple((name, _unb64(data, where) or b"") for name, data in record.get("headers") or ())
+    key, value = _unb64(record.get("key"), where), _unb64(record.get("value"), where)
+    return offset, record.get("timestamp"), key, value, headers
 
 
 class CapturedTopics:
@@ -434,6 +431,6 @@ class CapturedTopics:
                     found[(topic, partition)] = extent
         return found
 
-    def read(self, offset_range: OffsetRange) -> Iterator[RawMessage]:
-        return read_partition(self.root, offset_range.topic, offset_range.partition, offset_range.start,
-                              offset_range.end)
+    def records(self, offset_range: OffsetRange) -> Iterator[SourceRecord]:
+        return partition_records(self.root, offset_range.topic, offset_range.partition, offset_range.start,
+                                 offset_range.end)

@@ -16,8 +16,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from cdclake.errors import CdclakeError, OptionError
-from cdclake.model import Origin, RawMessage
-from cdclake.sources.ranges import OffsetRange, PartitionExtent
+from cdclake.model import RawMessage
+from cdclake.sources.ranges import OffsetRange, PartitionExtent, SourceRecord, as_messages
 
 _TIMEOUT_S = 30.0
 # How long the driver waits for a broker's metadata: an unreachable broker is reported in seconds.
@@ -129,11 +129,16 @@ class KafkaTopics:
             return self.pattern.fullmatch(topic) is not None and not topic.startswith("__")
         return self.names is not None and topic in self.names
 
-    def read(self, offset_range: OffsetRange) -> Iterator[RawMessage]:
-        return read_range(self.config, offset_range)
+    def records(self, offset_range: OffsetRange) -> Iterator[SourceRecord]:
+        return range_records(self.config, offset_range)
 
 
 def read_range(config: Mapping[str, Any], offset_range: OffsetRange) -> Iterator[RawMessage]:
+    """The records of ``offset_range`` in offset order as raw messages (see :func:`range_records`)."""
+    return as_messages(range_records(config, offset_range), offset_range.topic, offset_range.partition)
+
+
+def range_records(config: Mapping[str, Any], offset_range: OffsetRange) -> Iterator[SourceRecord]:
     """The records of ``offset_range`` in offset order; stops at its end, or where the partition ends
     first (a range planned past a compacted tail)."""
     if offset_range.size <= 0:
@@ -163,13 +168,8 @@ def read_range(config: Mapping[str, Any], offset_range: OffsetRange) -> Iterator
                 if offset >= offset_range.end:
                     return
                 timestamp_type, timestamp = message.timestamp()
-                yield RawMessage(
-                    key=message.key(),
-                    value=message.value(),
-                    origin=Origin(topic=topic, partition=partition, offset=offset),
-                    timestamp_ms=timestamp if timestamp_type else None,
-                    headers=_headers(message.headers()),
-                )
+                yield (offset, timestamp if timestamp_type else None, message.key(), message.value(),
+                       _headers(message.headers()))
                 next_offset = offset + 1
                 if next_offset >= offset_range.end:
                     return

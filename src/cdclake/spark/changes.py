@@ -56,7 +56,7 @@ from cdclake.ordering.reading import PartitionReading, commit_ts_problem, event_
 from cdclake.ordering.records import RecordColumns, arrow_schema, spark_ddl
 from cdclake.schema.lake import value_text_function
 from cdclake.schema.names import column_problem
-from cdclake.sources.ranges import OffsetRange, Source
+from cdclake.sources.ranges import OffsetRange, Source, SourceRecord
 from cdclake.spark.native_rows import NativeReaders, native_readers
 from cdclake.types import MySQLType
 
@@ -224,17 +224,32 @@ class PartitionDecoder(PartitionReading):
         self._native = None if native is None else native(self.format_decoder)
 
     def read(self, message: RawMessage) -> None:
-        self._writer.timestamp_ms = message.timestamp_ms
-        value = message.value
-        if self._native is not None and value.__class__ is bytes and value:
-            origin = message.origin
-            key = message.key if message.key.__class__ is bytes else None
-            records = self._native.records(key, value, origin.topic, origin.partition, origin.offset,
-                                           message.timestamp_ms)
-            if records:  # else the decoder reads it (a message of no rows too: it may be held on)
-                self._writer.add_many(records)
-                return
-        super().read(message)
+        origin = message.origin
+        if not self._read_natively(message.key, message.value, origin.topic, origin.partition, origin.offset,
+                                   message.timestamp_ms):
+            super().read(message)
+
+    def read_record(self, topic: str, partition: int, record: SourceRecord) -> None:
+        """As :meth:`read`, the message a source's ``record``: a RawMessage is made only where the
+        decoder reads it."""
+        offset, timestamp_ms, key, value, headers = record
+        if not self._read_natively(key, value, topic, partition, offset, timestamp_ms):
+            super().read(RawMessage(key, value, Origin(topic=topic, partition=partition, offset=offset), timestamp_ms,
+                                    headers))
+
+    def _read_natively(self, key: bytes | None, value: bytes | None, topic: str | None, partition: int | None,
+                       offset: int | None, timestamp_ms: int | None) -> bool:
+        """Whether the compiled row reader read the message (else the decoder reads it: a message of no
+        rows too, which may be held on)."""
+        self._writer.timestamp_ms = timestamp_ms
+        if self._native is None or value.__class__ is not bytes or not value:
+            return False
+        records = self._native.records(key if key.__class__ is bytes else None, value, topic, partition, offset,
+                                       timestamp_ms)
+        if not records:
+            return False
+        self._writer.add_many(records)
+        return True
 
     # Carried on: rows still waiting for their schema and the messages whose events the decoder still
     # holds, as raw messages, not events. A held event of a message that did give events (decoded before
@@ -297,8 +312,9 @@ def decode_tasks(
     native = native_readers(get_codec(format_name), options)
     for task in tasks:
         partition = _primed_decoder(format_name, options, writer, native, task.carried)
-        for message in source.read(task.offset_range):
-            partition.read(message)
+        topic, number = task.offset_range.topic, task.offset_range.partition
+        for record in source.records(task.offset_range):
+            partition.read_record(topic, number, record)
             if len(writer) >= batch_rows:
                 yield writer.take()
         partition.finish()
@@ -344,11 +360,11 @@ def decode_records(
                     partition.finish()
                 current = (topic, number)
                 partition = _primed_decoder(format_name, options, writer, native, carried.get(current, ()))
-            message = RawMessage(key, value, Origin(topic=topic, partition=number, offset=offset), timestamp_ms)
             if role == "prime":
-                partition.prime(message)
+                origin = Origin(topic=topic, partition=number, offset=offset)
+                partition.prime(RawMessage(key, value, origin, timestamp_ms))
             else:
-                partition.read(message)
+                partition.read_record(topic, number, (offset, timestamp_ms, key, value, ()))
             if len(writer) >= batch_rows:
                 yield writer.take()
     if partition is not None:

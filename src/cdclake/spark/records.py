@@ -88,12 +88,11 @@ def read_ranges(spark: SparkSession, source: Source, ranges: Sequence[OffsetRang
 
         for offset_range in mine:
             columns: dict[str, list[Any]] = {name: [] for name in RECORD_NAMES}
-            for message in source.read(offset_range):
-                origin = message.origin
-                for name, value in zip(RECORD_NAMES, (origin.topic, origin.partition, origin.offset,
-                                                      message.timestamp_ms, message.key, message.value, None),
+            topic, partition = offset_range.topic, offset_range.partition
+            for offset, timestamp_ms, key, value, _headers in source.records(offset_range):
+                for name, field in zip(RECORD_NAMES, (topic, partition, offset, timestamp_ms, key, value, None),
                                        strict=True):
-                    columns[name].append(value)
+                    columns[name].append(field)
             yield pa.RecordBatch.from_pydict(columns, schema=record_arrow_schema())
 
     return one_task_each(spark, list(ranges), read, RECORD_DDL)

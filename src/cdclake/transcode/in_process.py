@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from cdclake.model import Origin, RawMessage
 from cdclake.producer import Router
-from cdclake.sources.ranges import OffsetRange, PartitionExtent
+from cdclake.sources.ranges import OffsetRange, PartitionExtent, SourceRecord
 from cdclake.transcode.layout import lay_out
 from cdclake.transcode.records import (
     CHANGE,
@@ -41,11 +41,11 @@ class MessageSource:
             extents[tp] = PartitionExtent(min(offsets, default=0), max(offsets, default=-1) + 1)
         return extents
 
-    def read(self, offset_range: OffsetRange) -> Iterator[RawMessage]:
+    def records(self, offset_range: OffsetRange) -> Iterator[SourceRecord]:
         for message in self.partitions[(offset_range.topic, offset_range.partition)]:
             offset = message.origin.offset if message.origin is not None else None
             if offset is not None and offset_range.start <= offset < offset_range.end:
-                yield message
+                yield offset, message.timestamp_ms, message.key, message.value, message.headers
 
 
 @dataclass

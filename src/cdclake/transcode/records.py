@@ -33,7 +33,7 @@ from cdclake.model import (
 from cdclake.ordering.reading import PartitionReading, commit_ts_problem, event_origin
 from cdclake.ordering.records import RecordColumns, spark_ddl
 from cdclake.producer import Router
-from cdclake.sources.ranges import OffsetRange, Source
+from cdclake.sources.ranges import OffsetRange, Source, as_messages
 from cdclake.transcode.spec import _LOGICAL_BITS, TranscodeSpec
 from cdclake.types import MySQLType
 
@@ -252,7 +252,8 @@ def read_records(spec: TranscodeSpec, source: Source, tasks: Iterable[ReadTask],
         reader = PartitionReader(spec, writer, task.read_until)
         for message in task.primes:
             reader.prime(message)
-        for message in source.read(task.offset_range):
+        offset_range = task.offset_range
+        for message in as_messages(source.records(offset_range), offset_range.topic, offset_range.partition):
             reader.read(message)
             if len(writer) >= batch_rows:
                 yield writer.take()
