@@ -6,7 +6,8 @@
 //! large message, a checksum, a row whose schema the decoder does not hold yet, a value of another
 //! JSON type than TiCDC writes): the Python decoder then reads it, and says what is wrong where
 //! something is. Rows carry no types: the reader asks the partition's decoder for the columns of the
-//! row's table version (`SimpleDecoder.table_columns`), so that both always read by the same schema.
+//! row's table version (`SimpleDecoder.table_columns`), so that both always read by the same schema;
+//! its answers are kept for as long as the decoder's `schema_changes` count stays the same.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -193,24 +195,31 @@ struct Planned {
 pub struct SimpleRows {
     /// `planner(names, type_texts)`: None, or (columns JSON, [(kind code, low, high, members, text function)]).
     planner: Py<PyAny>,
-    /// `table_columns(database, table, version)`: None, or the same (names, type texts, key columns)
-    /// object for as long as the decoder holds that version's schema.
-    table_columns: Py<PyAny>,
+    /// The partition's `SimpleDecoder`: its `table_columns(database, table, version)` is None, or the
+    /// same (names, type texts, key columns) object for as long as it holds that version's schema; its
+    /// `schema_changes` counts the schemas it learned, so that an answer holds while the count stays.
+    decoder: Py<PyAny>,
     /// Whether the location `Local` is UTC (the `tz` option): its TIMESTAMP texts are then UTC too.
     local_is_utc: bool,
     /// Per `table_columns` answer (its address: the answer is kept alive here), its plan.
     plans: HashMap<usize, Planned>,
+    /// The `table_columns` answer (its address, if any) per table version, at `schema_changes`: asking
+    /// the decoder took a twentieth of a message's time.
+    answers: HashMap<(String, String, u64), Option<usize>>,
+    schema_changes: u64,
 }
 
 #[pymethods]
 impl SimpleRows {
     #[new]
-    fn new(planner: Py<PyAny>, table_columns: Py<PyAny>, local_is_utc: bool) -> Self {
+    fn new(planner: Py<PyAny>, decoder: Py<PyAny>, local_is_utc: bool) -> Self {
         SimpleRows {
             planner,
-            table_columns,
+            decoder,
             local_is_utc,
             plans: HashMap::new(),
+            answers: HashMap::new(),
+            schema_changes: 0,
         }
     }
 
@@ -283,16 +292,32 @@ impl SimpleRows {
 impl SimpleRows {
     /// The plan of the row's table version, or None while the decoder does not hold its schema.
     fn planned(&mut self, py: Python<'_>, row: &RowMessage<'_, '_>) -> PyResult<Option<&Planned>> {
-        let columns = self
-            .table_columns
-            .call1(py, (row.database, row.table, row.version))?;
+        let decoder = self.decoder.bind(py);
+        let changes: u64 = decoder.getattr(intern!(py, "schema_changes"))?.extract()?;
+        if changes != self.schema_changes {
+            self.answers.clear();
+            self.schema_changes = changes;
+        }
+        let version = (row.database.to_owned(), row.table.to_owned(), row.version);
+        if let Some(&address) = self.answers.get(&version) {
+            return Ok(address.and_then(|address| self.plans.get(&address)));
+        }
+        let columns = decoder
+            .call_method1(
+                intern!(py, "table_columns"),
+                (row.database, row.table, row.version),
+            )?
+            .unbind();
         if columns.is_none(py) {
+            self.answers.insert(version, None);
             return Ok(None);
         }
         let address = columns.as_ptr() as usize;
         if self.plans.len() >= CACHE_SIZE && !self.plans.contains_key(&address) {
             self.plans.clear();
+            self.answers.clear();
         }
+        self.answers.insert(version, Some(address));
         Ok(Some(match self.plans.entry(address) {
             Entry::Occupied(known) => known.into_mut(),
             Entry::Vacant(new) => new.insert(plan(py, &self.planner, columns)?),

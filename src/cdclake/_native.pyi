@@ -1,7 +1,7 @@
 """cdclake's compiled fast paths (native/src, built by maturin with the package)."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from cdclake.formats.base import ColumnSpec
 
@@ -22,14 +22,22 @@ class CanalRows:
         timestamp_ms: int | None,
     ) -> list[tuple[Any, ...]] | None: ...
 
+class SchemaHolder(Protocol):
+    """What SimpleRows asks of a Simple protocol decoder (``SimpleDecoder``)."""
+
+    schema_changes: int
+
+    def table_columns(self, database: str, table: str, version: int
+                      ) -> tuple[list[str], list[str], tuple[str, ...]] | None: ...
+
 class SimpleRows:
     """Simple protocol JSON row messages into change records (native/src/simple.rs), by the schemas
-    ``table_columns(database, table, version)`` holds."""
+    the ``decoder`` holds."""
 
     def __init__(
         self,
         planner: Callable[[list[str], list[str]], tuple[str, list[ColumnSpec]] | None],
-        table_columns: Callable[[str, str, int], tuple[list[str], list[str], tuple[str, ...]] | None],
+        decoder: SchemaHolder,
         local_is_utc: bool,
     ) -> None: ...
     def records(

@@ -65,7 +65,7 @@ def _native_rows(options: Mapping[str, Any]) -> NativeRows | None:
     def reader(planner: RowPlanner, decoder: Decoder) -> SimpleRows:
         if not isinstance(decoder, SimpleDecoder):
             raise TypeError(f"the Simple protocol's row reader reads by a SimpleDecoder's schemas, not a {decoder!r}")
-        return SimpleRows(planner, decoder.table_columns, local_is_utc)
+        return SimpleRows(planner, decoder, local_is_utc)
 
     return NativeRows(reader, functools.partial(json_fast_reader, zones=Zones(tz)), _NATIVE_KINDS)
 

@@ -202,6 +202,8 @@ class SimpleDecoder:
         self._zones = Zones(zone(options["tz"]))
         self._readers: dict[MySQLType, tuple[Reader, Reader]] = {}
         self._tables: dict[tuple[str, str, int | None], _Table] = {}
+        # How many schemas it has learned: a compiled row reader keeps table_columns' answers while it stays.
+        self.schema_changes = 0
         self._held: list[tuple[_Row, Origin]] = []
         # Events decoded but not returned yet: a call that raises keeps what it decoded before the
         # failure (a Ddl whose held rows did not fit), and the next call returns it first.
@@ -399,11 +401,16 @@ class SimpleDecoder:
         return None if raw is None else self._wire.read_table_schema(raw, field)
 
     def _remember(self, schema: TableSchema) -> None:
+        key = (schema.database, schema.table, schema.version)
+        known = self._tables.get(key)
+        if known is not None and known.schema == schema:
+            return  # TiCDC sends a table's BOOTSTRAP again and again: keep the readers compiled for it
         pairs = {column.name: self._reader(column.type) for column in schema.columns}
         readers = {name: pair[0] for name, pair in pairs.items()}
         fast = {name: pair[1] for name, pair in pairs.items()}
         inlines = {column.name: self._wire.inline(column.type) for column in schema.columns}
-        self._tables[(schema.database, schema.table, schema.version)] = _Table(schema, readers, fast, inlines)
+        self._tables[key] = _Table(schema, readers, fast, inlines)
+        self.schema_changes += 1
 
     def _reader(self, mtype: MySQLType) -> tuple[Reader, Reader]:
         """The careful and the fast reader of ``mtype``."""
