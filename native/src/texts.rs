@@ -86,8 +86,7 @@ impl Kind {
             Kind::SetBits { members } => set_members(raw, members).map(Cow::Owned),
             Kind::Date => date(raw.as_bytes()).then_some(Cow::Borrowed(raw)),
             Kind::DateTime | Kind::Timestamp => datetime(raw).map(Cow::Owned),
-            Kind::Time => time(raw.as_bytes())
-                .map(|fraction| Cow::Owned(six_digit_fraction(&raw[..8], fraction))),
+            Kind::Time => duration(raw).map(Cow::Owned),
             Kind::Latin1Binary => latin1_base64(raw).map(Cow::Owned),
             Kind::Base64Binary => canonical_base64(raw).then_some(Cow::Borrowed(raw)),
             Kind::Base64Text => base64_text(raw).map(Cow::Owned),
@@ -291,6 +290,41 @@ fn time(text: &[u8]) -> Option<&[u8]> {
         }
         _ => None,
     }
+}
+
+/// A TIME's lake text (`format_time(value, 6)` of the decoders' value): `[-]H{1,3}:MM:SS[.f{1,6}]`,
+/// minutes and seconds below 60, as `[-]HH:MM:SS.ffffff` with hours of two digits or more and no sign
+/// on a zero; anything else the decoders read.
+fn duration(raw: &str) -> Option<String> {
+    let (negative, text) = match raw.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        text => (false, text),
+    };
+    let colon = text.iter().position(|&b| b == b':')?;
+    if !(1..=3).contains(&colon) || text.len() - colon < 6 || text[colon + 3] != b':' {
+        return None;
+    }
+    let (hours, minute, second) = (
+        number(&text[..colon])?,
+        number(&text[colon + 1..colon + 3])?,
+        number(&text[colon + 4..colon + 6])?,
+    );
+    if minute > 59 || second > 59 {
+        return None;
+    }
+    let fraction = match &text[colon + 6..] {
+        [] => &[][..],
+        [b'.', digits @ ..]
+            if (1..=6).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) =>
+        {
+            digits
+        }
+        _ => return None,
+    };
+    let zero = hours == 0 && minute == 0 && second == 0 && fraction.iter().all(|&b| b == b'0');
+    let sign = if negative && !zero { "-" } else { "" };
+    let whole = format!("{sign}{hours:02}:{minute:02}:{second:02}");
+    Some(six_digit_fraction(&whole, fraction))
 }
 
 /// `whole` and the fraction's digits, padded to six.
