@@ -230,8 +230,8 @@ class PartitionDecoder(PartitionReading):
             super().read(message)
 
     def read_record(self, topic: str, partition: int, record: SourceRecord) -> None:
-        """As :meth:`read`, the message a source's ``record``: a RawMessage is made only where the
-        decoder reads it."""
+        """As :meth:`read`, for a message given as a source's ``record`` (:data:`SourceRecord`): a
+        RawMessage is made only where the decoder reads the message."""
         offset, timestamp_ms, key, value, headers = record
         if not self._read_natively(key, value, topic, partition, offset, timestamp_ms):
             super().read(RawMessage(key, value, Origin(topic=topic, partition=partition, offset=offset), timestamp_ms,
