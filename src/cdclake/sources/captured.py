@@ -13,10 +13,11 @@ first record. Each line of a segment is one record::
 Offsets rise within a partition and may have gaps (a compacted or filtered capture keeps its original
 offsets). Base64 keeps every byte of binary formats (Open Protocol, Avro) exact.
 
-Readers check all of it (:func:`read_partition`, which ``decode --captured`` and the Spark executors
-both use, and :func:`partition_extent`, which plans what a job reads): a record out of order, out of
-shape or in a wrongly named file is refused with a :class:`CaptureError` naming its file and line, never
-skipped, since a planner that trusts the layout would otherwise lose records without a word.
+Readers check all of it (:func:`partition_records`, which the Spark executors use and ``decode
+--captured`` through :func:`read_partition`, and :func:`partition_extent`, which plans what a job
+reads): a record out of order, out of shape or in a wrongly named file is refused with a
+:class:`CaptureError` naming its file and line, never skipped, since a planner that trusts the layout
+would otherwise lose records without a word.
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ def partition_extent(root: Path, topic: str, partition: int) -> PartitionExtent 
     """First offset and high watermark of a captured partition, or None where it holds nothing.
 
     Only the last segment is read (the extent is asked for every batch); the records before it are
-    checked where they are read (:func:`read_partition`)."""
+    checked where they are read (:func:`partition_records`)."""
     segments = _segments(partition_dir(Path(root), topic, partition))
     if not segments:
         return None
