@@ -302,6 +302,9 @@ impl SimpleRows {
         if let Some(&address) = self.answers.get(&version) {
             return Ok(address.and_then(|address| self.plans.get(&address)));
         }
+        if self.answers.len() >= CACHE_SIZE {
+            self.answers.clear(); // rows of versions the decoder does not hold, say, without end
+        }
         let columns = decoder
             .call_method1(
                 intern!(py, "table_columns"),
