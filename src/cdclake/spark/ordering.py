@@ -79,7 +79,7 @@ class Facts:
             F.when(F.col("kind") == "carry", F.col("raw_value")).alias("raw_value"))
         if sequences:
             sequence = F.col("sequence").cast("decimal(38,0)")
-            newest = (decoded.filter("kind IN ('row', 'ddl') AND sequence IS NOT NULL").groupBy("topic", "partition")
+            newest = (change_records(decoded).filter("sequence IS NOT NULL").groupBy("topic", "partition")
                       .agg(F.max(sequence).cast("string").alias("sequence"),
                            F.min(F.struct(F.col("offset"), sequence.alias("sequence"))).alias("first"))
                       .select(F.lit("sequence").alias("kind"), "topic", "partition", "sequence", "first.offset",
@@ -357,6 +357,13 @@ def _copies(compared: DataFrame) -> DataFrame:
 
 # The kinds of change record: the changes that may apply, and that may be copies.
 CHANGE_KINDS = ("row", "ddl")
+
+
+def change_records(records: DataFrame) -> DataFrame:
+    """The records of :data:`CHANGE_KINDS` among ``records``."""
+    from pyspark.sql import functions as F
+
+    return records.filter(F.col("kind").isin(*CHANGE_KINDS))
 # Where a change record was decoded: one record each.
 PLACE = ("topic", "partition", "offset", "index")
 # What makes two change records the same change, whatever their place in Kafka.

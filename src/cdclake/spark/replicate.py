@@ -40,7 +40,7 @@ from cdclake.spark.batches import run_batches
 from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES, DecodeTask, decode_tasks
 from cdclake.spark.config import ReplicateConfig as ReplicateConfig  # where callers have long imported it from
 from cdclake.spark.history import HistoryKeeper
-from cdclake.spark.ordering import Facts, Ordering, net_changes
+from cdclake.spark.ordering import Facts, Ordering, change_records, net_changes
 from cdclake.spark.planning import TablePlanner, TableWork, apply_lanes
 from cdclake.spark.progress import JobState, Position, prune_primes
 from cdclake.spark.refusals import RawReader, refuse_tables, with_raw_messages
@@ -264,7 +264,7 @@ class Replicator:
         self._read_counter.value = (0, 0)
         with watching(self._read_counter, self._progress):
             facts = Facts.of(cached, sequences=not self.ordering.watermarks,
-                             candidates=cached.filter("kind IN ('row', 'ddl')").unionByName(pending))
+                             candidates=change_records(cached).unionByName(pending))
         self._progress.ordering(facts.rows)
         for tp, (offset, mark) in facts.first_marks.items():
             # With where the batch ends (observed as the next batch starts), a pace after one batch.
@@ -277,7 +277,7 @@ class Replicator:
         self.ordering.advance_positions(state, facts, ranges, extents)
         resolved = None if apply_all else self.ordering.resolved_ts(state, facts)
         report.resolved_ts = resolved
-        changes = self.ordering.selected(decoded.filter("kind IN ('row', 'ddl')").unionByName(pending))
+        changes = self.ordering.selected(change_records(decoded).unionByName(pending))
         ready = self.ordering.ready(resolved, self.ordering.resolved_sequence(state, extents))
         # Each use of ``applicable`` (planning, changelog, net changes) filters the cached decoded
         # records again, which costs less than caching it too; where copies were found, it joins them away.
