@@ -357,6 +357,10 @@ def _copies(compared: DataFrame) -> DataFrame:
 
 # The kinds of change record: the changes that may apply, and that may be copies.
 CHANGE_KINDS = ("row", "ddl")
+# Where a change record was decoded: one record each.
+PLACE = ("topic", "partition", "offset", "index")
+# What makes two change records the same change, whatever their place in Kafka.
+IDENTITY = ("kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id")
 
 
 def change_records(records: DataFrame) -> DataFrame:
@@ -364,10 +368,6 @@ def change_records(records: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return records.filter(F.col("kind").isin(*CHANGE_KINDS))
-# Where a change record was decoded: one record each.
-PLACE = ("topic", "partition", "offset", "index")
-# What makes two change records the same change, whatever their place in Kafka.
-IDENTITY = ("kind", "database", "table", "op", "commit_ts", "sequence", "before", "after", "event_id")
 
 
 def with_identity(changes: DataFrame) -> DataFrame:
