@@ -195,8 +195,9 @@ def test_the_pipeline_does_not_import_the_workload(module: str) -> None:
 # them), and the comparison of Iceberg tables with the simulator's (verify).
 ICEBERG_SINK_USERS = frozenset({"cdclake.spark.replicate", "cdclake.spark.status", "cdclake.spark.maintain",
                                 "cdclake.spark.verify"})
-# What a sink may use of the pipeline: the job's progress and the change records' columns.
-PIPELINE_FOR_SINKS = frozenset({"cdclake.spark.progress", "cdclake.spark.changes"})
+# What a sink may use of the pipeline: the job's progress, the change records' columns, and DataFrames of the
+# driver's records (cdclake.spark.frames, a Spark helper that knows nothing of the pipeline).
+PIPELINE_FOR_SINKS = frozenset({"cdclake.spark.progress", "cdclake.spark.changes", "cdclake.spark.frames"})
 
 
 @pytest.mark.parametrize("module", [m for m in MODULES if _within(m, "cdclake.spark") and m not in ICEBERG_SINK_USERS])

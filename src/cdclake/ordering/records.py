@@ -28,6 +28,16 @@ def arrow_schema(fields: Fields) -> pa.Schema:
     return pa.schema([(name, arrow[sql_type]) for name, sql_type in fields])
 
 
+def arrow_batch(records: Sequence[tuple[Any, ...]], fields: Fields) -> pa.RecordBatch:
+    """``records`` (tuples of values in the order of ``fields``) as one Arrow record batch."""
+    import pyarrow as pa
+
+    schema = arrow_schema(fields)
+    columns = list(zip(*records, strict=True)) or [() for _ in schema]
+    return pa.RecordBatch.from_arrays([pa.array(column, type=field.type)
+                                       for column, field in zip(columns, schema, strict=True)], schema=schema)
+
+
 class RecordColumns:
     """Collects records with ``fields`` (a ``kind``, the coordinates of the message each came from,
     and others) and hands them out as Arrow record batches.
@@ -59,10 +69,5 @@ class RecordColumns:
         self._records.extend(records)
 
     def take(self) -> pa.RecordBatch:
-        import pyarrow as pa
-
-        schema = arrow_schema(self._fields)
-        columns = list(zip(*self._records, strict=True)) or [() for _ in self._names]
-        self._records = []
-        return pa.RecordBatch.from_arrays([pa.array(column, type=field.type)
-                                           for column, field in zip(columns, schema, strict=True)], schema=schema)
+        records, self._records = self._records, []
+        return arrow_batch(records, self._fields)

@@ -19,7 +19,8 @@ from cdclake.model import ColumnSchema, Ddl, DdlKind, IndexSchema, TableSchema
 from cdclake.schema.ddl import table_before
 from cdclake.schema.following import DdlFollower
 from cdclake.schema.policy import UnsupportedDdl
-from cdclake.spark.changes import CHANGE_DDL, CHANGE_NAMES
+from cdclake.spark.changes import CHANGE_FIELDS, CHANGE_NAMES
+from cdclake.spark.frames import local_frame
 from cdclake.spark.ordering import Facts, Ordering
 from cdclake.spark.progress import JobState
 from cdclake.spark.segments import DdlSeen, RowsChange, Segment, join_segments
@@ -162,7 +163,7 @@ class TablePlanner:
         them again, as for its own)."""
         remade = [tuple({"kind": "error", "reason": reason}.get(name, record[name]) for name in CHANGE_NAMES)
                   for record, reason in unfollowed]
-        return applicable.sparkSession.createDataFrame(remade, CHANGE_DDL)
+        return local_frame(applicable.sparkSession, remade, CHANGE_FIELDS)
 
     def _creates_from(self, bootstrap: TableSchema, state: JobState, work: Mapping[tuple[str, str], TableWork],
                       resolved: int | None) -> bool:

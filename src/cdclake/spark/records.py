@@ -35,6 +35,7 @@ from cdclake.spark.changes import (
     CarriedMessage,
     decode_records,
 )
+from cdclake.spark.frames import local_frame
 from cdclake.spark.tasks import one_task_each
 from cdclake.types import MySQLType
 
@@ -170,7 +171,7 @@ def with_carried_decoded(changes: DataFrame, format_name: str, options: Mapping[
     theirs = changes.filter("kind = 'carry'").select(
         "topic", "partition", "offset", "timestamp_ms", F.col("raw_key").alias("key"),
         F.col("raw_value").alias("value"), F.col("reason").alias("role"))
-    again = theirs.unionByName(spark.createDataFrame(kept, RECORD_DDL))
+    again = theirs.unionByName(local_frame(spark, kept, RECORD_FIELDS))
     decoded = decode_frame(again, format_name, options, {})
     return changes.filter("NOT (kind = 'carry' AND reason = 'held')").unionByName(decoded)
 

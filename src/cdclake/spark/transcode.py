@@ -41,6 +41,7 @@ from cdclake.ordering.bad_messages import DEAD_LETTER, check_bad_message_policy,
 from cdclake.producer import Router
 from cdclake.sources.ranges import OffsetRange, PartitionExtent, Source, plan_ranges
 from cdclake.spark.batches import run_batches
+from cdclake.spark.frames import local_frame
 from cdclake.spark.tasks import one_task_each
 from cdclake.transcode.endpoints import Sink
 from cdclake.transcode.layout import LayoutRecord, lay_out
@@ -54,6 +55,7 @@ from cdclake.transcode.records import (
     POINT_RANK,
     PRIME,
     RECORD_DDL,
+    RECORD_FIELDS,
     SCHEMA,
     WATERMARK,
     ReadTask,
@@ -255,9 +257,8 @@ class Transcoder:
                       for ts, payload in point_records(self.spec, points)]
         columns = ["ts", "rank", "sequence", "topic", "partition", "offset", "index", "piece", "target", "identity",
                    "payload"]
-        point_frame = self.spark.createDataFrame(point_rows, ", ".join(
-            f"`{name}` {kind}" for name, kind in zip(columns, ("bigint", "int", "string", "string", "int", "bigint",
-                                                               "int", "int", "int", "binary", "binary"), strict=True)))
+        types = dict(RECORD_FIELDS)
+        point_frame = local_frame(self.spark, point_rows, [(name, types[name]) for name in columns])
         everywhere = (changes.filter(F.col("target") < 0).select(*columns)
                       .unionByName(records.filter(F.col("kind") == SCHEMA).select(*columns))
                       .unionByName(point_frame))

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from cdclake.sources.ranges import OffsetRange
 from cdclake.spark.changes import CHANGE_NAMES
-from cdclake.spark.progress import STATE_DDL, JobState, plan_rows, small_rows, state_from_rows
+from cdclake.spark.frames import local_frame
+from cdclake.spark.progress import STATE_DDL, STATE_FIELDS, JobState, plan_rows, small_rows, state_from_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,7 +46,7 @@ def write_state(spark: SparkSession, catalog: str, namespace: str, state: JobSta
     commit (no plan: the batch is over)."""
     from pyspark.sql import functions as F
 
-    small = spark.createDataFrame(small_rows(state, batch), STATE_DDL)
+    small = local_frame(spark, small_rows(state, batch), STATE_FIELDS)
     frame = small
     if pending is not None:
         frame = small.unionByName(
@@ -62,4 +63,4 @@ def append_plan(spark: SparkSession, catalog: str, namespace: str, plan: Iterabl
     """Record the ranges batch ``batch`` is about to apply, before it applies anything; ``stream`` the
     (application id, batch id) of the streaming query's batch it is."""
     rows = plan_rows(plan, batch, stream)
-    spark.createDataFrame(rows, STATE_DDL).writeTo(state_table(catalog, namespace)).append()
+    local_frame(spark, rows, STATE_FIELDS).writeTo(state_table(catalog, namespace)).append()

@@ -45,7 +45,8 @@ from cdclake.sinks.mariadb.loading import SinkError, load_frame, load_rows, net_
 from cdclake.sinks.mariadb.statements import ident, names, split_target, table_name, table_options
 from cdclake.sinks.mariadb.types import holds, mariadb_type
 from cdclake.sources.ranges import OffsetRange
-from cdclake.spark.changes import CHANGE_DDL, CHANGE_FIELDS, CHANGE_NAMES
+from cdclake.spark.changes import CHANGE_FIELDS, CHANGE_NAMES
+from cdclake.spark.frames import local_frame
 from cdclake.spark.progress import STATE_FIELDS, STATE_NAMES, JobState, plan_rows, small_rows, state_from_rows
 from cdclake.types import MySQLType
 
@@ -116,7 +117,7 @@ class MariaDBSink:
             pending = list(cursor.fetchall())
             self._drop_stale_stages(cursor)
         self._batch, self._ddl_calls = state.batch + 1, {}
-        return state, self.spark.createDataFrame(pending, CHANGE_DDL)
+        return state, local_frame(self.spark, pending, CHANGE_FIELDS)
 
     def _drop_stale_stages(self, cursor: Any) -> None:
         """Staging tables of a write a crash interrupted: the batch runs again with new ones."""

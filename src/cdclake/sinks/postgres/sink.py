@@ -35,7 +35,8 @@ from cdclake.sinks.postgres.connection import PostgresAddress, SinkError, check_
 from cdclake.sinks.postgres.statements import ident, table_name
 from cdclake.sinks.postgres.types import holds
 from cdclake.sources.ranges import OffsetRange
-from cdclake.spark.changes import CHANGE_DDL, CHANGE_FIELDS, CHANGE_NAMES
+from cdclake.spark.changes import CHANGE_FIELDS, CHANGE_NAMES
+from cdclake.spark.frames import local_frame
 from cdclake.spark.progress import STATE_FIELDS, STATE_NAMES, JobState, plan_rows, small_rows, state_from_rows
 from cdclake.types import MySQLType
 
@@ -87,7 +88,7 @@ class PostgresSink:
             state = read_state(connection, self.address, self.namespace)
             pending = connection.execute(f"SELECT {_names(CHANGE_NAMES)} FROM {table} WHERE state = 'pending'"
                                          ).fetchall()
-        return state, self.spark.createDataFrame(pending, CHANGE_DDL)
+        return state, local_frame(self.spark, pending, CHANGE_FIELDS)
 
     def _drop_stale_stages(self, connection: psycopg.Connection[Any]) -> None:
         """Staging tables of a batch a crash interrupted: the batch runs again with new ones."""
