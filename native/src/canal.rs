@@ -1,8 +1,8 @@
 //! TiCDC's Canal-JSON row messages (with the TiDB extension) straight into change records.
 //!
 //! `CanalRows.records` reads a message the way `cdclake.formats.canal_json.decoder` does and writes
-//! the records `cdclake.spark.changes.ChangeWriter.add_row` would, or returns None where the message
-//! is anything but a plain row message whose every part it can read (a DDL, a watermark, a large
+//! the records `cdclake.spark.changes.ChangeWriter.add_row` would, or writes none (returns 0) where the
+//! message is anything but a plain row message whose every part it can read (a DDL, a watermark, a large
 //! message, a column without a type, JSON that is not TiCDC's): the Python decoder then reads it, and
 //! says what is wrong where something is. What a type means stays in Python: a *planner* tells, per
 //! `mysqlType` map, each column's [`Kind`] and its Python text function.
@@ -11,10 +11,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::columns::Columns;
 use crate::message::{parse, Message, Raw, Row, Text};
-use crate::rows::{names_json, row_record, Image, MessageParts, Plan, ReadImage};
+use crate::rows::{names_json, push_row, Image, MessageParts, Plan, ReadImage};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
 
 /// Distinct `mysqlType` maps and key column lists kept; a full cache is emptied (as the decoder's).
 const CACHE_SIZE: usize = 4096;
@@ -79,7 +79,7 @@ pub struct CanalRows {
     /// Per table name, its last `mysqlType` map and what it says.
     plans: HashMap<String, Planned>,
     /// Per table name, its last key columns and their JSON (the change record's `key_columns`).
-    key_columns: HashMap<String, (Vec<String>, Py<PyString>)>,
+    key_columns: HashMap<String, (Vec<String>, String)>,
 }
 
 #[pymethods]
@@ -93,58 +93,52 @@ impl CanalRows {
         }
     }
 
-    /// The change records of the message `value` (tuples in `CHANGE_FIELDS`' order), or None where
-    /// the Python decoder must read it.
+    /// Appends the change records of the message `value` to `columns` (of `CHANGE_FIELDS`): how many,
+    /// none where the Python decoder must read it.
     #[allow(clippy::too_many_arguments)]
-    fn records<'py>(
+    fn records(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
+        columns: &Bound<'_, Columns>,
         _key: Option<&[u8]>,
         value: &[u8],
-        topic: Bound<'py, PyAny>,
-        partition: Bound<'py, PyAny>,
-        offset: Bound<'py, PyAny>,
-        timestamp_ms: Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        topic: Option<&str>,
+        partition: Option<i64>,
+        offset: Option<i64>,
+        timestamp_ms: Option<i64>,
+    ) -> PyResult<usize> {
         let Some(message) = parse::<Message>(value) else {
-            return Ok(None);
+            return Ok(0);
         };
         let Some(rows) = RowMessage::of(&message) else {
-            return Ok(None);
+            return Ok(0);
         };
         let Some(plan) = self.plan(py, rows.table, rows.mysql_type)? else {
-            return Ok(None);
+            return Ok(0);
         };
         let Some(images) = images(py, &plan, &rows) else {
-            return Ok(None);
+            return Ok(0);
         };
+        let key_columns_json = self.key_columns_json(rows.table, &rows.key_columns);
         let parts = MessageParts {
             topic,
             partition,
             offset,
             timestamp_ms,
             op: rows.op,
-            database: PyString::new(py, rows.database),
-            table: PyString::new(py, rows.table),
+            database: rows.database,
+            table: rows.table,
             commit_ts: rows.commit_ts,
-            key_columns_json: self
-                .key_columns_json(py, rows.table, &rows.key_columns)
-                .into_bound(py),
-            columns_json: plan.columns_json.bind(py).clone(),
+            key_columns_json: &key_columns_json,
+            columns_json: &plan.columns_json,
         };
-        let records = PyList::empty(py);
+        let mut columns = columns.borrow_mut();
         for (index, (before, after)) in images.iter().enumerate() {
             let image = (before.as_ref(), after.as_ref());
-            records.append(row_record(
-                py,
-                &parts,
-                index,
-                &rows.key_columns,
-                image,
-                plan.columns.len(),
-            )?)?;
+            let count = plan.columns.len();
+            push_row(&mut columns, &parts, index, &rows.key_columns, image, count)?;
         }
-        Ok(Some(records))
+        Ok(images.len())
     }
 }
 
@@ -177,19 +171,19 @@ impl CanalRows {
         Ok(plan)
     }
 
-    fn key_columns_json(&mut self, py: Python<'_>, table: &str, names: &[&str]) -> Py<PyString> {
+    fn key_columns_json(&mut self, table: &str, names: &[&str]) -> String {
         if let Some((last, json)) = self.key_columns.get(table) {
             if last.len() == names.len() && last.iter().zip(names).all(|(a, b)| a == b) {
-                return json.clone_ref(py);
+                return json.clone();
             }
         }
-        let json = names_json(py, names).unbind();
+        let json = names_json(names);
         if self.key_columns.len() >= CACHE_SIZE {
             self.key_columns.clear();
         }
         let owned = names.iter().map(|name| (*name).to_owned()).collect();
         self.key_columns
-            .insert(table.to_owned(), (owned, json.clone_ref(py)));
+            .insert(table.to_owned(), (owned, json.clone()));
         json
     }
 }

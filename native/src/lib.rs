@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod canal;
 mod captured;
+mod columns;
 mod message;
 mod open;
 mod rows;
@@ -13,6 +14,7 @@ mod texts;
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<columns::Columns>()?;
     module.add_class::<canal::CanalRows>()?;
     module.add_class::<simple::SimpleRows>()?;
     module.add_class::<open::OpenRows>()?;

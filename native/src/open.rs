@@ -2,8 +2,8 @@
 //!
 //! `OpenRows.records` reads a message's batch (its key's and its value's frames) the way
 //! `cdclake.formats.open_protocol.decoder` does and writes the records
-//! `cdclake.spark.changes.ChangeWriter.add_row` would, or returns None where any event of the message
-//! is anything but a plain row event whose every part it can read (a DDL, a resolved event, a large
+//! `cdclake.spark.changes.ChangeWriter.add_row` would, or writes none (returns 0) where any event of the
+//! message is anything but a plain row event whose every part it can read (a DDL, a resolved event, a large
 //! message's reference, a column without flags or of the NULL type code, a field it does not know, a
 //! value of another JSON type than TiCDC writes): the Python decoder then reads the whole message, and
 //! says what is wrong where something is. Types come from each column's type code and flags: once per
@@ -16,13 +16,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::PyString;
 use serde::de::{Deserializer, Error, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::columns::Columns;
 use crate::message::{parse, Members, Text};
-use crate::rows::{names_json, row_record, Column, MessageParts, Plan, ReadImage};
+use crate::rows::{names_json, push_row, Column, MessageParts, Plan, ReadImage};
 use crate::texts::Kind;
 
 /// Table shapes whose plans are kept; a full cache is emptied.
@@ -225,9 +226,7 @@ struct Planned {
     flags: Vec<u64>,
     plan: Option<Arc<Plan>>,
     key_columns: Vec<String>,
-    key_columns_json: Py<PyString>,
-    database_text: Py<PyString>,
-    table_text: Py<PyString>,
+    key_columns_json: String,
 }
 
 impl Planned {
@@ -265,67 +264,98 @@ impl OpenRows {
         }
     }
 
-    /// The change records of the message (tuples in `CHANGE_FIELDS`' order), or None where the Python
-    /// decoder must read it.
+    /// Appends the change records of the message to `columns` (of `CHANGE_FIELDS`): how many, none
+    /// where the Python decoder must read it.
     #[allow(clippy::too_many_arguments)]
-    fn records<'py>(
+    fn records(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
+        columns: &Bound<'_, Columns>,
         key: Option<&[u8]>,
         value: &[u8],
-        topic: Bound<'py, PyAny>,
-        partition: Bound<'py, PyAny>,
-        offset: Bound<'py, PyAny>,
-        timestamp_ms: Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        topic: Option<&str>,
+        partition: Option<i64>,
+        offset: Option<i64>,
+        timestamp_ms: Option<i64>,
+    ) -> PyResult<usize> {
         let Some(events) = key.and_then(|key| batch(key, value)) else {
-            return Ok(None);
+            return Ok(0);
         };
         if events.is_empty() {
-            return Ok(None);
+            return Ok(0);
         }
-        let records = PyList::empty(py);
+        // An event the reader cannot read sends the whole message to Python: its records so far go.
+        let start = columns.borrow().rows();
+        let count = events.len();
+        let read = self.events(
+            py,
+            columns,
+            events,
+            (topic, partition, offset, timestamp_ms),
+        );
+        if !matches!(read, Ok(true)) {
+            columns.borrow_mut().truncate_rows(start);
+        }
+        Ok(if read? { count } else { 0 })
+    }
+}
+
+impl OpenRows {
+    /// Appends the records of a message's `events`; false where one needs Python.
+    fn events(
+        &mut self,
+        py: Python<'_>,
+        columns: &Bound<'_, Columns>,
+        events: Vec<(&[u8], &[u8])>,
+        (topic, partition, offset, timestamp_ms): (
+            Option<&str>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+        ),
+    ) -> PyResult<bool> {
         for (index, (key, value)) in events.into_iter().enumerate() {
             let (Some(key), Some(row)) = (parse::<RowKey>(key), parse::<RowValue>(value)) else {
-                return Ok(None);
+                return Ok(false);
             };
             let Some(event) = RowEvent::of(&row) else {
-                return Ok(None);
+                return Ok(false);
             };
             let Ok(commit_ts) = i64::try_from(key.commit_ts) else {
-                return Ok(None);
+                return Ok(false);
             };
             let planned = self.planned(py, &key, event.typed)?;
             let Some(plan) = planned.plan.as_deref() else {
-                return Ok(None);
+                return Ok(false);
             };
             let Some(images) = event.images(py, plan, planned) else {
-                return Ok(None);
+                return Ok(false);
             };
             let parts = MessageParts {
-                topic: topic.clone(),
-                partition: partition.clone(),
-                offset: offset.clone(),
-                timestamp_ms: timestamp_ms.clone(),
+                topic,
+                partition,
+                offset,
+                timestamp_ms,
                 op: event.op,
-                database: planned.database_text.bind(py).clone(),
-                table: planned.table_text.bind(py).clone(),
+                database: &planned.database,
+                table: &planned.table,
                 commit_ts,
-                key_columns_json: planned.key_columns_json.bind(py).clone(),
-                columns_json: plan.columns_json.bind(py).clone(),
+                key_columns_json: &planned.key_columns_json,
+                columns_json: &plan.columns_json,
             };
             let images = (images.0.as_ref(), images.1.as_ref());
-            let record = row_record(
-                py,
+            let count = plan.columns.len();
+            let mut columns = columns.borrow_mut();
+            push_row(
+                &mut columns,
                 &parts,
                 index,
                 &planned.key_columns,
                 images,
-                plan.columns.len(),
+                count,
             )?;
-            records.append(record)?;
         }
-        Ok(Some(records))
+        Ok(true)
     }
 }
 
@@ -372,9 +402,7 @@ impl OpenRows {
         Ok(Planned {
             database: key.database.to_string(),
             table: key.table.to_string(),
-            key_columns_json: names_json(py, &key_columns).unbind(),
-            database_text: PyString::new(py, &key.database).unbind(),
-            table_text: PyString::new(py, &key.table).unbind(),
+            key_columns_json: names_json(&key_columns),
             names,
             codes,
             flags,

@@ -1,5 +1,6 @@
 //! What the compiled row readers share: a table version's plan, row images of lake texts, and the
-//! change record of one row (`cdclake.spark.changes.CHANGE_FIELDS`, as `ChangeWriter.add_row` writes it).
+//! change record of one row (`cdclake.spark.changes.CHANGE_FIELDS`, as `ChangeWriter.add_row` writes it),
+//! appended to the batch's columns.
 //!
 //! What a type means stays in Python: a *planner* (`cdclake.spark.native_rows.plan_columns`) tells, per
 //! table version, each column's [`Kind`] and its Python text function, which decides every value the
@@ -9,8 +10,9 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::PyString;
 
+use crate::columns::Columns;
 use crate::texts::Kind;
 
 pub struct Column {
@@ -46,7 +48,7 @@ impl Column {
 
 /// What one table version says: its columns' JSON (the change record's `columns`) and readers.
 pub struct Plan {
-    pub columns_json: Py<PyString>,
+    pub columns_json: String,
     names: Vec<String>,
     pub columns: Vec<Column>,
     index: HashMap<String, usize>,
@@ -75,7 +77,7 @@ impl Plan {
             return Ok(None);
         }
         type Spec = (String, i128, i128, Vec<String>, Py<PyAny>);
-        let (columns_json, specs): (Py<PyString>, Vec<Spec>) = answer.extract(py)?;
+        let (columns_json, specs): (String, Vec<Spec>) = answer.extract(py)?;
         let mut columns = Vec::with_capacity(specs.len());
         for (code, low, high, members, python_text) in specs {
             let Some(kind) = Kind::from_code(&code, low, high, members) else {
@@ -118,28 +120,30 @@ pub struct ReadImage<'a> {
 }
 
 /// What every record of one message shares: where it came from, its table and its columns.
-pub struct MessageParts<'py> {
-    pub topic: Bound<'py, PyAny>,
-    pub partition: Bound<'py, PyAny>,
-    pub offset: Bound<'py, PyAny>,
-    pub timestamp_ms: Bound<'py, PyAny>,
+pub struct MessageParts<'a> {
+    pub topic: Option<&'a str>,
+    pub partition: Option<i64>,
+    pub offset: Option<i64>,
+    pub timestamp_ms: Option<i64>,
     pub op: &'static str,
-    pub database: Bound<'py, PyString>,
-    pub table: Bound<'py, PyString>,
+    pub database: &'a str,
+    pub table: &'a str,
     pub commit_ts: i64,
-    pub key_columns_json: Bound<'py, PyString>,
-    pub columns_json: Bound<'py, PyString>,
+    pub key_columns_json: &'a str,
+    pub columns_json: &'a str,
 }
 
-/// The change record of the row at `index` of a message, with its images (at least one).
-pub fn row_record<'py>(
-    py: Python<'py>,
-    parts: &MessageParts<'py>,
+/// Appends the change record of the row at `index` of a message, with its images (at least one), to
+/// `columns` of `CHANGE_FIELDS`: other fields refuse it (`RowWriter` checks each field's kind and their
+/// count), and `tests/formats/both_ways.py` compares every field with the decoder's records.
+pub fn push_row(
+    columns: &mut Columns,
+    parts: &MessageParts<'_>,
     index: usize,
     key_columns: &[impl AsRef<str>],
     (before, after): (Option<&ReadImage<'_>>, Option<&ReadImage<'_>>),
     column_count: usize,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<()> {
     let image = after.or(before).expect("a row has an image");
     let key = key_json(&image.texts, key_columns);
     let old_key = match (before, after) {
@@ -149,36 +153,33 @@ pub fn row_record<'py>(
         _ => None,
     };
     let partial = after.is_some_and(|after| after.known < column_count);
-    let none = py.None().into_bound(py);
-    let json = |image: Option<&ReadImage<'_>>| image.map(|image| image_json(&image.texts));
-    let fields: [Bound<'py, PyAny>; 21] = [
-        PyString::intern(py, "row").into_any(),
-        parts.topic.clone(),
-        parts.partition.clone(),
-        parts.offset.clone(),
-        index.into_pyobject(py)?.into_any(),
-        PyString::intern(py, parts.op).into_any(),
-        parts.database.clone().into_any(),
-        parts.table.clone().into_any(),
-        parts.commit_ts.into_pyobject(py)?.into_any(),
-        none.clone(), // sequence: the commit ts orders
-        PyString::new(py, &key).into_any(),
-        optional_string(py, old_key.as_deref(), &none),
-        parts.key_columns_json.clone().into_any(),
-        parts.columns_json.clone().into_any(),
-        optional_string(py, json(before).as_deref(), &none),
-        optional_string(py, json(after).as_deref(), &none),
-        none.clone(), // event
-        none.clone(), // raw_key
-        none.clone(), // raw_value
-        parts.timestamp_ms.clone(),
-        if partial {
-            PyString::intern(py, "partial").into_any()
-        } else {
-            none.clone()
-        },
-    ];
-    PyTuple::new(py, fields)
+    columns.row(|record| {
+        record.text(Some("row"))?;
+        record.text(parts.topic)?;
+        record.int(parts.partition)?;
+        record.int(parts.offset)?;
+        record.int(Some(index as i64))?;
+        record.text(Some(parts.op))?;
+        record.text(Some(parts.database))?;
+        record.text(Some(parts.table))?;
+        record.int(Some(parts.commit_ts))?;
+        record.text(None)?; // sequence: the commit ts orders
+        record.text(Some(&key))?;
+        record.text(old_key.as_deref())?;
+        record.text(Some(parts.key_columns_json))?;
+        record.text(Some(parts.columns_json))?;
+        for image in [before, after] {
+            match image {
+                Some(image) => record.text_with(|json| image_json(json, &image.texts))?,
+                None => record.text(None)?,
+            }
+        }
+        record.text(None)?; // event
+        record.bytes(None)?; // raw_key
+        record.bytes(None)?; // raw_value
+        record.int(parts.timestamp_ms)?;
+        record.text(partial.then_some("partial"))
+    })
 }
 
 /// The key's lake texts as a JSON array: the key columns', or every column's by name for a table without one.
@@ -202,37 +203,22 @@ fn key_json(image: &Image<'_>, key_columns: &[impl AsRef<str>]) -> String {
     serde_json::to_string(&values).expect("strings serialize")
 }
 
-fn image_json(image: &Image<'_>) -> String {
-    let mut json = Vec::with_capacity(16 * image.len() + 2);
+/// Writes the image as a JSON object of lake texts (UTF-8, as JSON of strings is).
+fn image_json(json: &mut Vec<u8>, image: &Image<'_>) {
     json.push(b'{');
     for (at, (name, text)) in image.iter().enumerate() {
         if at > 0 {
             json.push(b',');
         }
-        serde_json::to_writer(&mut json, name).expect("strings serialize");
+        serde_json::to_writer(&mut *json, name).expect("strings serialize");
         json.push(b':');
-        serde_json::to_writer(&mut json, &text.as_deref()).expect("strings serialize");
+        serde_json::to_writer(&mut *json, &text.as_deref()).expect("strings serialize");
     }
     json.push(b'}');
-    String::from_utf8(json).expect("JSON of strings is UTF-8")
 }
 
 /// The JSON array of key column names, as the change record's `key_columns` holds it.
-pub fn names_json<'py>(py: Python<'py>, names: &[impl AsRef<str>]) -> Bound<'py, PyString> {
+pub fn names_json(names: &[impl AsRef<str>]) -> String {
     let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
-    PyString::new(
-        py,
-        &serde_json::to_string(&names).expect("strings serialize"),
-    )
-}
-
-fn optional_string<'py>(
-    py: Python<'py>,
-    text: Option<&str>,
-    none: &Bound<'py, PyAny>,
-) -> Bound<'py, PyAny> {
-    match text {
-        Some(text) => PyString::new(py, text).into_any(),
-        None => none.clone(),
-    }
+    serde_json::to_string(&names).expect("strings serialize")
 }

@@ -1,11 +1,11 @@
 //! TiCDC's Simple protocol row messages (JSON) straight into change records.
 //!
 //! `SimpleRows.records` reads a message the way `cdclake.formats.simple.decoder` does and writes the
-//! records `cdclake.spark.changes.ChangeWriter.add_row` would, or returns None where the message is
-//! anything but a plain row message whose every part it can read (a DDL, a BOOTSTRAP, a watermark, a
-//! large message, a checksum, a row whose schema the decoder does not hold yet, a value of another
-//! JSON type than TiCDC writes): the Python decoder then reads it, and says what is wrong where
-//! something is. Rows carry no types: the reader asks the partition's decoder for the columns of the
+//! records `cdclake.spark.changes.ChangeWriter.add_row` would, or writes none (returns 0) where the
+//! message is anything but a plain row message whose every part it can read (a DDL, a BOOTSTRAP, a
+//! watermark, a large message, a checksum, a row whose schema the decoder does not hold yet, a value
+//! of another JSON type than TiCDC writes): the Python decoder then reads it, and says what is wrong
+//! where something is. Rows carry no types: the reader asks the partition's decoder for the columns of the
 //! row's table version (`SimpleDecoder.table_columns`), so that both always read by the same schema;
 //! its answers are kept for as long as the decoder's `schema_changes` count stays the same.
 
@@ -17,12 +17,13 @@ use std::sync::Arc;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::PyDict;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
+use crate::columns::Columns;
 use crate::message::{parse, Members, Raw, Text};
-use crate::rows::{names_json, row_record, MessageParts, Plan, ReadImage};
+use crate::rows::{names_json, push_row, MessageParts, Plan, ReadImage};
 use crate::texts::Kind;
 
 /// Table versions whose plans are kept; a full cache is emptied.
@@ -187,7 +188,7 @@ struct Planned {
     _columns: Py<PyAny>,
     plan: Option<Arc<Plan>>,
     key_columns: Vec<String>,
-    key_columns_json: Py<PyString>,
+    key_columns_json: String,
 }
 
 /// Reads Simple protocol JSON row messages into change records (see the module's documentation).
@@ -223,31 +224,32 @@ impl SimpleRows {
         }
     }
 
-    /// The change records of the message `value` (tuples in `CHANGE_FIELDS`' order), or None where
-    /// the Python decoder must read it.
+    /// Appends the change record of the message `value` to `columns` (of `CHANGE_FIELDS`): how many
+    /// (one), none where the Python decoder must read it.
     #[allow(clippy::too_many_arguments)]
-    fn records<'py>(
+    fn records(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
+        columns: &Bound<'_, Columns>,
         _key: Option<&[u8]>,
         value: &[u8],
-        topic: Bound<'py, PyAny>,
-        partition: Bound<'py, PyAny>,
-        offset: Bound<'py, PyAny>,
-        timestamp_ms: Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        topic: Option<&str>,
+        partition: Option<i64>,
+        offset: Option<i64>,
+        timestamp_ms: Option<i64>,
+    ) -> PyResult<usize> {
         let Some(message) = parse::<Message>(value) else {
-            return Ok(None);
+            return Ok(0);
         };
         let Some(row) = RowMessage::of(&message) else {
-            return Ok(None);
+            return Ok(0);
         };
         let local_is_utc = self.local_is_utc;
         let Some(planned) = self.planned(py, &row)? else {
-            return Ok(None);
+            return Ok(0);
         };
         let Some(plan) = planned.plan.as_deref() else {
-            return Ok(None);
+            return Ok(0);
         };
         let reader = ImageReader {
             py,
@@ -256,12 +258,12 @@ impl SimpleRows {
         };
         // Each image the message carries, read; any that needs Python sends the whole message there.
         let after = match row.data.map(|data| reader.read(data, None)).transpose()? {
-            Some(None) => return Ok(None),
+            Some(None) => return Ok(0),
             after => after.flatten(),
         };
         let data = row.data.zip(after.as_ref());
         let before = match row.old.map(|old| reader.read(old, data)).transpose()? {
-            Some(None) => return Ok(None),
+            Some(None) => return Ok(0),
             before => before.flatten(),
         };
         let parts = MessageParts {
@@ -270,22 +272,23 @@ impl SimpleRows {
             offset,
             timestamp_ms,
             op: row.op,
-            database: PyString::new(py, row.database),
-            table: PyString::new(py, row.table),
+            database: row.database,
+            table: row.table,
             commit_ts: row.commit_ts,
-            key_columns_json: planned.key_columns_json.bind(py).clone(),
-            columns_json: plan.columns_json.bind(py).clone(),
+            key_columns_json: &planned.key_columns_json,
+            columns_json: &plan.columns_json,
         };
         let images = (before.as_ref(), after.as_ref());
-        let record = row_record(
-            py,
+        let mut columns = columns.borrow_mut();
+        push_row(
+            &mut columns,
             &parts,
             0,
             &planned.key_columns,
             images,
             plan.columns.len(),
         )?;
-        Ok(Some(PyList::new(py, [record])?))
+        Ok(1)
     }
 }
 
@@ -334,7 +337,7 @@ fn plan(py: Python<'_>, planner: &Py<PyAny>, columns: Py<PyAny>) -> PyResult<Pla
         columns.extract(py)?;
     let entries: Vec<(String, String)> = names.into_iter().zip(texts).collect();
     let plan = Plan::ask(py, planner, &entries)?.map(Arc::new);
-    let key_columns_json = names_json(py, &key_columns).unbind();
+    let key_columns_json = names_json(&key_columns);
     Ok(Planned {
         _columns: columns,
         plan,

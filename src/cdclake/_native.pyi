@@ -1,9 +1,23 @@
 """cdclake's compiled fast paths (native/src, built by maturin with the package)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from cdclake.formats.base import ColumnSpec
+
+class Columns:
+    """Records of fixed fields in Arrow's buffers (native/src/columns.rs): ``fields`` are (name, Spark SQL
+    type: string, binary, int or bigint)."""
+
+    def __init__(self, fields: list[tuple[str, str]]) -> None: ...
+    def __len__(self) -> int: ...
+    def append(self, values: tuple[Any, ...]) -> None:
+        """One record, its values in the order of the fields (None: null); a record that does not fit
+        the fields is refused whole."""
+    def extend(self, records: Iterable[tuple[Any, ...]]) -> None: ...
+    def take(self) -> tuple[int, list[tuple[bytes | None, int, list[bytes]]]]:
+        """(the number of records, per field (validity bitmap or None, null count, [offsets,] data)),
+        for ``pyarrow.Array.from_buffers``; the columns are empty after it."""
 
 class CanalRows:
     """Canal-JSON row messages into change records (native/src/canal.rs)."""
@@ -14,13 +28,14 @@ class CanalRows:
     ) -> None: ...
     def records(
         self,
+        columns: Columns,
         key: bytes | None,
         value: bytes,
         topic: str | None,
         partition: int | None,
         offset: int | None,
         timestamp_ms: int | None,
-    ) -> list[tuple[Any, ...]] | None: ...
+    ) -> int: ...
 
 class SchemaHolder(Protocol):
     """What SimpleRows asks of a Simple protocol decoder (``SimpleDecoder``)."""
@@ -42,13 +57,14 @@ class SimpleRows:
     ) -> None: ...
     def records(
         self,
+        columns: Columns,
         key: bytes | None,
         value: bytes,
         topic: str | None,
         partition: int | None,
         offset: int | None,
         timestamp_ms: int | None,
-    ) -> list[tuple[Any, ...]] | None: ...
+    ) -> int: ...
 
 class OpenRows:
     """Open Protocol row events into change records (native/src/open.rs), typed by
@@ -61,13 +77,14 @@ class OpenRows:
     ) -> None: ...
     def records(
         self,
+        columns: Columns,
         key: bytes | None,
         value: bytes,
         topic: str | None,
         partition: int | None,
         offset: int | None,
         timestamp_ms: int | None,
-    ) -> list[tuple[Any, ...]] | None: ...
+    ) -> int: ...
 
 def captured_line(
     line: bytes, start: int, end: int

@@ -19,10 +19,10 @@ class _Counting:
         self._reader = reader
         self.read = 0
 
-    def records(self, *args: Any) -> list[tuple[Any, ...]] | None:
-        records = self._reader.records(*args)
-        self.read += bool(records)
-        return records
+    def records(self, *args: Any) -> int:
+        count = self._reader.records(*args)
+        self.read += count > 0
+        return count
 
 
 class BothWays:

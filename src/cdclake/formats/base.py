@@ -12,11 +12,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdclake.errors import OptionError
 from cdclake.model import Ddl, Event, RawMessage, RowChange
 from cdclake.types import Family, MySQLType
+
+if TYPE_CHECKING:
+    from cdclake._native import Columns
 
 
 class Decoder(Protocol):
@@ -33,11 +36,11 @@ class Decoder(Protocol):
 class RowRecordReader(Protocol):
     """A compiled reader of a format's plain row messages (:mod:`cdclake._native`)."""
 
-    def records(self, key: bytes | None, value: bytes, topic: str | None, partition: int | None,
-                offset: int | None, timestamp_ms: int | None) -> list[tuple[Any, ...]] | None:
-        """The change records of one message (:data:`cdclake.spark.changes.CHANGE_FIELDS`), or None where
-        the format's decoder must read it. Only a format whose key says what its events are (the Open
-        Protocol's batches) reads ``key``."""
+    def records(self, columns: Columns, key: bytes | None, value: bytes, topic: str | None, partition: int | None,
+                offset: int | None, timestamp_ms: int | None) -> int:
+        """Appends the change records of one message to ``columns`` (of
+        :data:`cdclake.spark.changes.CHANGE_FIELDS`): how many, none where the format's decoder must read
+        it. Only a format whose key says what its events are (the Open Protocol's batches) reads ``key``."""
         ...
 
 

@@ -244,12 +244,8 @@ class PartitionDecoder(PartitionReading):
         self._writer.timestamp_ms = timestamp_ms
         if self._native is None or value.__class__ is not bytes or not value:
             return False
-        records = self._native.records(key if key.__class__ is bytes else None, value, topic, partition, offset,
-                                       timestamp_ms)
-        if not records:
-            return False
-        self._writer.add_many(records)
-        return True
+        return self._native.records(self._writer.columns, key if key.__class__ is bytes else None, value, topic,
+                                    partition, offset, timestamp_ms) > 0
 
     # Carried on: rows still waiting for their schema and the messages whose events the decoder still
     # holds, as raw messages, not events. A held event of a message that did give events (decoded before
