@@ -15,6 +15,7 @@ from cdclake.model import TableSchema
 from cdclake.schema.lake import lake_cast, lake_text_function, lake_type, quote
 from cdclake.sinks.base import TableComparison
 from cdclake.sinks.iceberg.tables import table_exists
+from cdclake.spark.frames import local_frame
 from cdclake.types import MySQLType
 
 if TYPE_CHECKING:
@@ -29,9 +30,10 @@ def expected_frame(spark: SparkSession, schema: TableSchema, rows: Iterable[Mapp
     columns = [c for c in schema.columns if c.name in lake_types]
     types = [_as_the_lake_has_it(c.type, lake_types[c.name]) for c in columns]
     texts = [_text_as_held(mtype, lake_types[c.name]) for c, mtype in zip(columns, types, strict=True)]
-    data = [tuple(text(row.get(c.name)) for c, text in zip(columns, texts, strict=True)) for row in rows]
+    # A frame has a column at least: with none shared, a null one stands in, so that the rows still count.
+    data = [tuple(text(row.get(c.name)) for c, text in zip(columns, texts, strict=True)) or (None,) for row in rows]
     names = [f"c{i}" for i in range(len(columns))]
-    raw = spark.createDataFrame(data, ", ".join(f"{n} string" for n in names) or "dummy string")
+    raw = local_frame(spark, data, [(name, "string") for name in names] or [("dummy", "string")])
     typed = []
     for name, column, mtype in zip(names, columns, types, strict=True):
         expression = F.expr(lake_cast(name, mtype))
