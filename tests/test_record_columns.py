@@ -53,11 +53,11 @@ def test_texts_may_come_as_either_str_or_bytes_as_pyarrow_takes_them() -> None:
 
 @pytest.mark.parametrize(("record", "error", "says"), [
     (("x", None, 2**31, None), ValueError, 'field "i" holds 32-bit integers, not 2147483648'),
-    (("x", None, None, 2**63), TypeError, 'field "l": an integer'),
+    (("x", None, None, 2**63), TypeError, 'field "l": a 64-bit integer, not 9223372036854775808'),
     (("x", None, None), ValueError, "a record of 3 values for 4 fields"),
     (("x", None, None, None, None), ValueError, "a record of more than 4 values"),
     ((1, None, None, None), TypeError, 'field "s": a str or bytes, not 1'),
-    (("x", None, "1", None), TypeError, 'field "i": an integer, not 1'),
+    (("x", None, "1", None), TypeError, 'field "i": a 64-bit integer, not 1'),
     ((b"\xff", None, None, None), ValueError, 'field "s" holds strings, and these bytes are not UTF-8'),
     (("\ud800", None, None, None), UnicodeEncodeError, "surrogates not allowed"),
 ])

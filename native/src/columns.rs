@@ -190,7 +190,7 @@ impl RowWriter<'_> {
         };
         match layout {
             Layout::Int32 | Layout::Int64 => {
-                let number = value.extract().map_err(|_| wrong("an integer"))?;
+                let number = value.extract().map_err(|_| wrong("a 64-bit integer"))?;
                 self.int(Some(number))
             }
             _ => {
