@@ -15,6 +15,7 @@ from cdclake.sinks.iceberg.commit import with_commit_properties
 from cdclake.spark.jars import ICEBERG_VERSION, LOCAL_FILE_SYSTEM_CLASS, coordinates, jar_settings
 from cdclake.spark.session import (
     SHORT_LIVED_JAVA_OPTIONS,
+    SHORT_LIVED_SQL_SETTINGS,
     build_session,
     iceberg_conf,
     session_settings,
@@ -97,6 +98,14 @@ def test_a_short_lived_driver_compiles_with_c1_beside_the_options_it_has_unless_
     assert short_lived_settings({"spark.ui.enabled": "false"}, {})[key] == SHORT_LIVED_JAVA_OPTIONS
     assert "-XX:TieredStopAtLevel=1" in SHORT_LIVED_JAVA_OPTIONS
     assert short_lived_settings({key: "-Xss4m"}, {key: "-Xss4m"})[key] == "-Xss4m"
+
+
+def test_a_short_lived_session_interprets_expressions_unless_the_caller_set_how() -> None:
+    assert short_lived_settings({}, {}).items() >= SHORT_LIVED_SQL_SETTINGS.items()
+    given = {"spark.sql.codegen.wholeStage": "true"}
+    chosen = short_lived_settings(given, given)
+    assert chosen["spark.sql.codegen.wholeStage"] == "true"
+    assert chosen["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
 
 
 def test_merge_commit_carries_properties(spark: Any) -> None:
