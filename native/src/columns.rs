@@ -4,7 +4,7 @@
 //! `cdclake.ordering.records.RecordColumns` keeps its records here, the compiled row readers append
 //! theirs in place (`rows::push_row`), and `take` hands the buffers to Python, which makes the Arrow
 //! record batch of them without a Python object per value: the tuple per record, a Python string per
-//! text and their conversion into Arrow took about a third of a row message's time in a decoding task.
+//! text and their conversion into Arrow took about 30 % of a row message's time in a decoding task.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
