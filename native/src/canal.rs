@@ -129,13 +129,12 @@ impl CanalRows {
             database: rows.database,
             table: rows.table,
             commit_ts: rows.commit_ts,
-            key_columns_json: &key_columns_json,
+            key_columns_json,
             columns_json: &plan.columns_json,
         };
-        let mut columns = columns.borrow_mut();
+        let (mut columns, count) = (columns.borrow_mut(), plan.columns.len());
         for (index, (before, after)) in images.iter().enumerate() {
             let image = (before.as_ref(), after.as_ref());
-            let count = plan.columns.len();
             push_row(&mut columns, &parts, index, &rows.key_columns, image, count)?;
         }
         Ok(images.len())
@@ -171,20 +170,19 @@ impl CanalRows {
         Ok(plan)
     }
 
-    fn key_columns_json(&mut self, table: &str, names: &[&str]) -> String {
-        if let Some((last, json)) = self.key_columns.get(table) {
-            if last.len() == names.len() && last.iter().zip(names).all(|(a, b)| a == b) {
-                return json.clone();
+    fn key_columns_json(&mut self, table: &str, names: &[&str]) -> &str {
+        let known = self.key_columns.get(table).is_some_and(|(last, _)| {
+            last.len() == names.len() && last.iter().zip(names).all(|(a, b)| a == b)
+        });
+        if !known {
+            if self.key_columns.len() >= CACHE_SIZE {
+                self.key_columns.clear();
             }
+            let owned = names.iter().map(|name| (*name).to_owned()).collect();
+            self.key_columns
+                .insert(table.to_owned(), (owned, names_json(names)));
         }
-        let json = names_json(names);
-        if self.key_columns.len() >= CACHE_SIZE {
-            self.key_columns.clear();
-        }
-        let owned = names.iter().map(|name| (*name).to_owned()).collect();
-        self.key_columns
-            .insert(table.to_owned(), (owned, json.clone()));
-        json
+        &self.key_columns[table].1
     }
 }
 

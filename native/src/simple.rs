@@ -5,9 +5,9 @@
 //! message is anything but a plain row message whose every part it can read (a DDL, a BOOTSTRAP, a
 //! watermark, a large message, a checksum, a row whose schema the decoder does not hold yet, a value
 //! of another JSON type than TiCDC writes): the Python decoder then reads it, and says what is wrong
-//! where something is. Rows carry no types: the reader asks the partition's decoder for the columns of the
-//! row's table version (`SimpleDecoder.table_columns`), so that both always read by the same schema;
-//! its answers are kept for as long as the decoder's `schema_changes` count stays the same.
+//! where something is. Rows carry no types: the reader asks the partition's decoder for the columns
+//! of the row's table version (`SimpleDecoder.table_columns`), so that both always read by the same
+//! schema; its answers are kept for as long as the decoder's `schema_changes` count stays the same.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
