@@ -85,7 +85,7 @@ def _setup(name: str, count: int, rng: random.Random) -> tuple[Iterator[RawMessa
     if name == "open":
         return _open_mutants(count, rng), codec.decoder
     if name == "canal-json":
-        from tests.formats.test_canal_json import fuzz_seeds
+        from tests.formats.canal_json.test_properties import fuzz_seeds
 
         return _value_mutants(fuzz_seeds(), count, rng), codec.decoder
     if name == "dataworks":
