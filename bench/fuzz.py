@@ -57,7 +57,8 @@ def _mutant(data: bytes, rng: random.Random) -> bytes:
 
 
 def _open_mutants(count: int, rng: random.Random) -> Iterator[RawMessage]:
-    from tests.formats.test_open_protocol import frame, fuzz_seeds
+    from tests.formats.open_protocol.helpers import frame
+    from tests.formats.open_protocol.test_decoding import fuzz_seeds
 
     seeds = fuzz_seeds()
     for number in range(count):

@@ -20,7 +20,7 @@ from cdclake.model import Origin, RawMessage
 from cdclake.spark.native_rows import native_readers
 from cdclake.workload import Workload, WorkloadSpec, messages
 from tests.formats.both_ways import BothWays
-from tests.formats.test_open_protocol import BAD_EVENTS, FAST_PATH_VALUES, GOOD_KEY
+from tests.formats.open_protocol.test_decoding import BAD_EVENTS, FAST_PATH_VALUES, GOOD_KEY
 from tests.fuzzing import MUTATIONS, mutate
 
 CODEC = get_codec("open")
@@ -49,8 +49,9 @@ def _row(value: str, key: bytes = GOOD_KEY) -> tuple[bytes, bytes]:
 
 
 def test_every_value_of_every_type() -> None:
-    """The decoder's own list of values each type code must read or refuse (tests/formats/
-    test_open_protocol.py), inserted, deleted and updated from and to each other and NULL."""
+    """The decoder's own list of values each type code must read or refuse
+    (tests/formats/open_protocol/test_decoding.py), inserted, deleted and updated from and to each other
+    and NULL."""
     for tz in ("UTC", "Asia/Shanghai"):
         for _, code, flags, values in FAST_PATH_VALUES:
 
