@@ -86,16 +86,16 @@ def _setup(name: str, count: int, rng: random.Random) -> tuple[Iterator[RawMessa
     if name == "open":
         return _open_mutants(count, rng), codec.decoder
     if name == "canal-json":
-        from tests.formats.canal_json.test_properties import fuzz_seeds
+        from tests.formats.canal_json.test_properties import fuzz_seeds as canal_seeds
 
-        return _value_mutants(fuzz_seeds(), count, rng), codec.decoder
+        return _value_mutants(canal_seeds(), count, rng), codec.decoder
     if name == "dataworks":
         from tests.formats.test_dataworks import fuzz_seeds as dataworks_seeds
 
         return _value_mutants(dataworks_seeds(VECTORS), count, rng), codec.decoder
-    from tests.formats.test_simple import _fuzz_seeds
+    from tests.formats.simple.test_round_trips import fuzz_seeds as simple_seeds
 
-    seeds = _fuzz_seeds(codec)
+    seeds = simple_seeds(codec)
 
     def primed() -> Decoder:
         decoder = codec.decoder()

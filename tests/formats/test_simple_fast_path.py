@@ -15,7 +15,7 @@ from cdclake.formats import get_codec
 from cdclake.formats.simple.values import READ_ERRORS, Zones, json_reader
 from cdclake.model import Bootstrap, ColumnSchema, IndexSchema, RawMessage, RowChange, TableSchema
 from cdclake.types import MySQLType
-from tests.formats.test_simple import FAST_PATH_INPUTS, FAST_PATH_TYPES
+from tests.formats.simple.test_values import FAST_PATH_INPUTS, FAST_PATH_TYPES
 
 JSON = get_codec("simple")
 TZ = dt.timezone(dt.timedelta(hours=2))

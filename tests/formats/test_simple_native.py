@@ -20,7 +20,7 @@ from cdclake.spark.native_rows import native_readers
 from cdclake.types import MySQLType
 from cdclake.workload import Workload, WorkloadSpec, messages
 from tests.formats.both_ways import BothWays
-from tests.formats.test_simple import FAST_PATH_INPUTS, FAST_PATH_TYPES
+from tests.formats.simple.test_values import FAST_PATH_INPUTS, FAST_PATH_TYPES
 from tests.fuzzing import MUTATIONS, mutate
 
 CODEC = get_codec("simple")
@@ -80,7 +80,7 @@ def _json_values() -> list[Any]:
 @pytest.mark.parametrize("tz", ZONES)
 @pytest.mark.parametrize("type_text", FAST_PATH_TYPES)
 def test_every_value_of_every_type(type_text: str, tz: str) -> None:
-    """The decoder's own list of values each type must read or refuse (tests/formats/test_simple.py),
+    """The decoder's own list of values each type must read or refuse (tests/formats/simple/test_values.py),
     inserted, deleted and updated from and to each other and NULL."""
     values = _json_values()
 
