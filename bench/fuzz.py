@@ -90,7 +90,7 @@ def _setup(name: str, count: int, rng: random.Random) -> tuple[Iterator[RawMessa
 
         return _value_mutants(canal_seeds(), count, rng), codec.decoder
     if name == "dataworks":
-        from tests.formats.test_dataworks import fuzz_seeds as dataworks_seeds
+        from tests.formats.dataworks.test_bad_input import fuzz_seeds as dataworks_seeds
 
         return _value_mutants(dataworks_seeds(VECTORS), count, rng), codec.decoder
     from tests.formats.simple.test_round_trips import fuzz_seeds as simple_seeds
