@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 import orjson
@@ -24,7 +24,8 @@ CODECS = [pytest.param(JSON, id="json"), pytest.param(AVRO, id="avro")]
 SIMPLE = VECTORS / "ticdc-simple"
 CASES = VECTORS / "ticdc-cases"
 DOCS_STREAM = SIMPLE / "docs-cn__ticdc-simple-protocol.jsonl"
-SCHEMA_FILE = Path(__file__).resolve().parents[3] / "src" / "cdclake" / "formats" / "simple_avro_schema.json"
+# The schema as the package ships it, found as the Avro wire finds it (not by a path into the source tree).
+SCHEMA_FILE = resources.files("cdclake.formats").joinpath("simple_avro_schema.json")
 
 # The documentation's tables: simple.user before (version ...426) and after (...791) the ALTER.
 USER_V1 = 447984074911121426
