@@ -4,6 +4,8 @@ properties on MERGE."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +125,48 @@ def test_failed_statement_raises_its_own_error(spark: Any) -> None:
 
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
         with_commit_properties(spark, {"k": "v"}, lambda: spark.sql("DELETE FROM lake.session_test.missing"))
+
+
+# In a JVM of its own, since the tests' shared session started its callback server long ago. Creating the
+# server is slowed so that every thread arrives while it does not exist yet.
+FIRST_COMMITS_AT_ONCE = """
+import sys, threading, time
+from cdclake.sinks.iceberg.commit import with_commit_properties
+from cdclake.spark.session import build_session
+
+spark = build_session(master="local[1]", warehouse=sys.argv[1])
+gateway = spark.sparkContext._gateway
+created, failed = [], []
+create = gateway._create_callback_server
+def slow_create(parameters):
+    created.append(parameters)
+    time.sleep(0.5)
+    return create(parameters)
+gateway._create_callback_server = slow_create
+together = threading.Barrier(4)
+def commits():
+    together.wait()
+    try:
+        for _ in range(50):
+            with_commit_properties(spark, {"k": "v"}, lambda: None)
+    except Exception as error:
+        failed.append(error)
+threads = [threading.Thread(target=commits) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print("servers created:", len(created), "failed:", failed)
+"""
+
+
+def test_threads_that_commit_first_at_once_start_one_callback_server(tmp_path: Path) -> None:
+    """Tables applied side by side make their first commits together: were the callback server started by
+    each, a second start would shut down the JVM's callback client under the first one's calls."""
+    run = subprocess.run([sys.executable, "-c", FIRST_COMMITS_AT_ONCE, str(tmp_path)], capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "servers created: 1 failed: []" in run.stdout, run.stdout
 
 
 def test_local_sessions_write_files_without_starting_a_chmod_process(spark: Any) -> None:

@@ -9,11 +9,18 @@ the properties, so source offsets land in the same atomic commit as the rows the
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+# PySpark's ensure_callback_server_started is not thread-safe: every thread that finds no callback server
+# yet resets the JVM's callback client, and a reset shuts down the client that another thread's proxy call
+# may be using ("Cannot obtain a new communication channel"). Tables applied side by side make their
+# first commits at the same moment, so the first start is made by one thread while the others wait.
+_CALLBACK_SERVER_START = threading.Lock()
 
 
 class _JavaCallable:
@@ -41,7 +48,8 @@ def with_commit_properties(spark: SparkSession, properties: Mapping[str, str], s
 
     gateway = spark.sparkContext._gateway
     assert gateway is not None
-    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+    with _CALLBACK_SERVER_START:
+        ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
     # Classes named whole: a dotted path through the JVM view (jvm.org.apache...) costs a round trip per
     # part, each a class lookup that misses and searches every jar on the class path.
     client = gateway._gateway_client
