@@ -157,6 +157,7 @@ for thread in threads:
 for thread in threads:
     thread.join()
 print("servers created:", len(created), "failed:", failed)
+spark.stop()
 """
 
 
